@@ -1,0 +1,116 @@
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/call.h"
+#include "core/session.h"
+#include "core/util.h"
+
+struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
+			    const char *method)
+{
+	struct sg_call *c = sg_xcalloc(1, sizeof(*c));
+
+	c->session = s;
+	c->id = json_incref(id);
+	c->progress_token = progress_token ? json_incref(progress_token) : NULL;
+	snprintf(c->method, sizeof(c->method), "%s", method ? method : "");
+	atomic_init(&c->cancelled, false);
+	atomic_init(&c->done, false);
+	c->efd = -1;
+	c->last_progress = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void sg_call_free(struct sg_call *c)
+{
+	if (!c)
+		return;
+	json_decref(c->id);
+	json_decref(c->progress_token);
+	if (c->efd >= 0)
+		close(c->efd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void sg_call_cancel(struct sg_call *c)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&c->lock);
+	atomic_store(&c->cancelled, true);
+	if (c->efd >= 0 && write(c->efd, &one, sizeof(one)) < 0) {
+		/* an eventfd write only fails on overflow; it is readable then */
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+bool sg_call_cancelled(const struct sg_call *c)
+{
+	return c && atomic_load(&c->cancelled);
+}
+
+/* The eventfd is made on first demand: most calls never need one. */
+int sg_call_cancel_fd(const struct sg_call *cc)
+{
+	struct sg_call *c = (struct sg_call *)cc;
+	uint64_t one = 1;
+	int fd;
+
+	if (!c)
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	if (c->efd < 0) {
+		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->efd >= 0 && atomic_load(&c->cancelled) &&
+		    write(c->efd, &one, sizeof(one)) < 0) {
+			/* see sg_call_cancel */
+		}
+	}
+	fd = c->efd;
+	pthread_mutex_unlock(&c->lock);
+	return fd;
+}
+
+void sg_call_progress(struct sg_call *c, double progress, double total, const char *message)
+{
+	json_t *params;
+
+	if (!c || !c->progress_token || atomic_load(&c->done))
+		return;
+	pthread_mutex_lock(&c->lock);
+	/* MCP basic/utilities/progress: progress MUST increase. */
+	if (progress <= c->last_progress) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	c->last_progress = progress;
+	pthread_mutex_unlock(&c->lock);
+	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token, "progress", progress);
+	if (total > 0)
+		json_object_set_new(params, "total", json_real(total));
+	if (message)
+		json_object_set_new(params, "message", json_string(message));
+	sg_session_notify(c->session, c, "notifications/progress", params);
+}
+
+void sg_call_notify(struct sg_call *c, enum sg_log_level level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!c || atomic_load(&c->done) || (int)level < sg_session_log_level(c->session))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sg_session_log(c->session, c, level, "sandgate", msg);
+}

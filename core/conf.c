@@ -1,0 +1,520 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "core/conf.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/util.h"
+
+enum cfg_source { SRC_FILE, SRC_CLI };
+
+struct cfg_entry {
+	char *section;
+	char *key;
+	char *value;
+	int line;            /* file line, 0 for --set */
+	enum cfg_source src;
+	struct cfg_entry *next;
+};
+
+struct cfg_section_keys {
+	const char *section;
+	const struct sg_config_key *keys;
+	struct cfg_section_keys *next;
+};
+
+extern char **environ;
+
+static struct cfg_entry *entries;      /* file and --set, in order */
+static struct cfg_section_keys *known; /* registered key tables */
+static char *file_path;
+static mode_t file_mode;
+
+static struct cfg_entry *entry_add(const char *section, const char *key,
+				   const char *value, int line, enum cfg_source src)
+{
+	struct cfg_entry *e = sg_xcalloc(1, sizeof(*e)), **tail = &entries;
+
+	e->section = sg_xstrdup(section);
+	e->key = sg_xstrdup(key);
+	e->value = sg_xstrdup(value);
+	e->line = line;
+	e->src = src;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = e;
+	return e;
+}
+
+int sg_config_set_override(const char *assignment, struct sg_err *err)
+{
+	const char *eq = strchr(assignment, '=');
+	const char *dot;
+	char *name;
+	int ret = -1;
+
+	if (!eq)
+		return sg_errf(err, SG_E_INVAL,
+			       "--set '%s': expected SECTION.KEY=VALUE, e.g. --set docker.host=unix:///run/docker.sock",
+			       assignment);
+	name = strndup(assignment, (size_t)(eq - assignment));
+	if (!name)
+		return sg_errf(err, SG_E_NOMEM, "out of memory");
+	/* The key is the last dotted part but for keys that hold dots
+	 * themselves (docker.template.NAME): known prefixes are tried first. */
+	dot = strchr(name, '.');
+	if (!dot || dot == name || dot[1] == '\0') {
+		sg_errf(err, SG_E_INVAL,
+			"--set '%s': expected SECTION.KEY=VALUE, e.g. --set log.level=debug",
+			assignment);
+		goto out;
+	}
+	{
+		char *section = strndup(name, (size_t)(dot - name));
+		const char *key = dot + 1;
+
+		/* "ssh.target.lab.host": section "ssh.target.lab", key "host". */
+		if (strncmp(name, "ssh.target.", 11) == 0) {
+			const char *last = strrchr(name, '.');
+
+			free(section);
+			section = strndup(name, (size_t)(last - name));
+			key = last + 1;
+		}
+		entry_add(section, key, eq + 1, 0, SRC_CLI);
+		free(section);
+	}
+	ret = 0;
+out:
+	free(name);
+	return ret;
+}
+
+/* inih calls the reader once per line, so counting here gives the line the
+ * handler is looking at (Debian's inih is built without INI_HANDLER_LINENO). */
+struct reader_ctx {
+	FILE *fp;
+	int line;
+};
+
+static char *cfg_reader(char *str, int num, void *stream)
+{
+	struct reader_ctx *rc = stream;
+	char *r = fgets(str, num, rc->fp);
+
+	if (r)
+		rc->line++;
+	return r;
+}
+
+static int cfg_handler(void *user, const char *section, const char *name,
+		       const char *value)
+{
+	struct reader_ctx *rc = user;
+
+	entry_add(section, name, value, rc->line, SRC_FILE);
+	return 1;
+}
+
+static char *default_path(void)
+{
+	const char *env = getenv("SANDGATE_CONFIG");
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *p;
+
+	if (env && *env)
+		return sg_xstrdup(env);
+	if (xdg && *xdg)
+		p = sg_xasprintf("%s/sandgate/sandgate.ini", xdg);
+	else if (home && *home)
+		p = sg_xasprintf("%s/.config/sandgate/sandgate.ini", home);
+	else
+		p = NULL;
+	if (p && access(p, F_OK) == 0)
+		return p;
+	free(p);
+	if (access("/etc/sandgate/sandgate.ini", F_OK) == 0)
+		return sg_xstrdup("/etc/sandgate/sandgate.ini");
+	return NULL;
+}
+
+int sg_config_load(const char *path, struct sg_err *err)
+{
+	struct reader_ctx rc = { 0 };
+	struct stat st;
+	char *p = path ? sg_xstrdup(path) : default_path();
+	int r;
+
+	if (!p)
+		return 0;
+	rc.fp = fopen(p, "re");
+	if (!rc.fp) {
+		sg_errf(err, SG_E_IO, "cannot read config file '%s': %s", p, strerror(errno));
+		free(p);
+		return -1;
+	}
+	if (fstat(fileno(rc.fp), &st) == 0)
+		file_mode = st.st_mode;
+	r = ini_parse_stream(cfg_reader, &rc, cfg_handler, &rc);
+	fclose(rc.fp);
+	free(file_path);
+	file_path = p;
+	if (r != 0)
+		return sg_errf(err, SG_E_INVAL,
+			       "%s:%d: not valid INI: expected '[section]', 'key = value' or a comment",
+			       p, r);
+	return 0;
+}
+
+void sg_config_register(const char *section, const struct sg_config_key *keys)
+{
+	struct cfg_section_keys *s = sg_xcalloc(1, sizeof(*s));
+
+	s->section = section;
+	s->keys = keys;
+	s->next = known;
+	known = s;
+}
+
+void sg_config_env_name(const char *section, const char *key, char *out, size_t n)
+{
+	size_t o = 0;
+	const char *parts[2] = { section, key };
+
+	o = (size_t)snprintf(out, n, "SANDGATE_");
+	for (int i = 0; i < 2; i++) {
+		for (const char *c = parts[i]; *c && o + 3 < n; c++) {
+			if (*c == '.' || *c == '-') {
+				out[o++] = '_';
+				out[o++] = '_';
+			} else {
+				out[o++] = (char)toupper((unsigned char)*c);
+			}
+		}
+		if (i == 0 && o + 1 < n)
+			out[o++] = '_';
+	}
+	out[o < n ? o : n - 1] = '\0';
+}
+
+static bool key_matches(const char *pattern, const char *key)
+{
+	size_t n = strlen(pattern);
+
+	if (n > 0 && pattern[n - 1] == '*')
+		return strncmp(pattern, key, n - 1) == 0;
+	return strcmp(pattern, key) == 0;
+}
+
+/* The registered section for a name; "ssh.target.NAME" sections use the
+ * table registered as "ssh.target.*". */
+static const struct cfg_section_keys *find_section(const char *section)
+{
+	for (const struct cfg_section_keys *s = known; s; s = s->next) {
+		size_t n = strlen(s->section);
+
+		if (strcmp(s->section, section) == 0)
+			return s;
+		if (n > 1 && s->section[n - 1] == '*' &&
+		    strncmp(s->section, section, n - 1) == 0 && section[n - 1])
+			return s;
+	}
+	return NULL;
+}
+
+static const struct sg_config_key *find_key(const char *section, const char *key)
+{
+	const struct cfg_section_keys *s = find_section(section);
+
+	if (!s)
+		return NULL;
+	for (const struct sg_config_key *k = s->keys; k->key; k++)
+		if (key_matches(k->key, key))
+			return k;
+	return NULL;
+}
+
+static const struct cfg_entry *last_entry(const char *section, const char *key,
+					  enum cfg_source src)
+{
+	const struct cfg_entry *found = NULL;
+
+	for (const struct cfg_entry *e = entries; e; e = e->next)
+		if (e->src == src && strcmp(e->section, section) == 0 &&
+		    strcmp(e->key, key) == 0)
+			found = e;
+	return found;
+}
+
+/* The first set seed variable of k ("A:B"), or NULL; *name gets its name. */
+static const char *seed_env(const struct sg_config_key *k, char *name, size_t n)
+{
+	const char *p;
+
+	if (!k || !k->env)
+		return NULL;
+	for (p = k->env; *p;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *v;
+
+		if (len < n) {
+			memcpy(name, p, len);
+			name[len] = '\0';
+			v = getenv(name);
+			if (v && *v)
+				return v;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return NULL;
+}
+
+const char *sg_config_get(const char *section, const char *key)
+{
+	const struct cfg_entry *e = last_entry(section, key, SRC_CLI);
+	const struct sg_config_key *k;
+	char name[256];
+	const char *v;
+
+	if (e)
+		return e->value;
+	sg_config_env_name(section, key, name, sizeof(name));
+	v = getenv(name);
+	if (v)
+		return v;
+	k = find_key(section, key);
+	v = seed_env(k, name, sizeof(name));
+	if (v)
+		return v;
+	e = last_entry(section, key, SRC_FILE);
+	if (e)
+		return e->value;
+	return k ? k->def : NULL;
+}
+
+const char *sg_config_source(const char *section, const char *key)
+{
+	static __thread char buf[512];
+	const struct cfg_entry *e = last_entry(section, key, SRC_CLI);
+	char name[256];
+
+	if (e)
+		return "--set";
+	sg_config_env_name(section, key, name, sizeof(name));
+	if (getenv(name)) {
+		snprintf(buf, sizeof(buf), "environment %s", name);
+		return buf;
+	}
+	if (seed_env(find_key(section, key), name, sizeof(name))) {
+		snprintf(buf, sizeof(buf), "environment %s", name);
+		return buf;
+	}
+	e = last_entry(section, key, SRC_FILE);
+	if (e) {
+		snprintf(buf, sizeof(buf), "%s:%d", file_path, e->line);
+		return buf;
+	}
+	return "default";
+}
+
+/* Checks value against k->accepts; returns a description of what is accepted
+ * when it does not fit, NULL when it does. */
+static const char *check_value(const struct sg_config_key *k, const char *value)
+{
+	char *end;
+
+	if (!k->accepts)
+		return NULL;
+	if (strcmp(k->accepts, "uint") == 0) {
+		errno = 0;
+		if (!*value || !isdigit((unsigned char)*value) ||
+		    (strtoull(value, &end, 10), errno) || *end)
+			return "a whole number (0 or more)";
+		return NULL;
+	}
+	if (strcmp(k->accepts, "bool") == 0) {
+		static const char *const ok[] = { "true", "false", "yes", "no", "on", "off", "1", "0" };
+
+		for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			if (strcasecmp(value, ok[i]) == 0)
+				return NULL;
+		return "true or false";
+	}
+	for (const char *p = k->accepts; *p;) {
+		const char *bar = strchr(p, '|');
+		size_t len = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (strlen(value) == len && strncmp(p, value, len) == 0)
+			return NULL;
+		p += len + (bar ? 1 : 0);
+	}
+	return k->accepts;
+}
+
+static int validate_one(const char *where, const char *section, const char *key,
+			const char *value, bool from_file, struct sg_err *err)
+{
+	const struct sg_config_key *k;
+	const char *accepted;
+
+	if (!find_section(section)) {
+		SG_WARN("%s: unknown section [%s] ignored", where, section);
+		return 0;
+	}
+	k = find_key(section, key);
+	if (!k) {
+		SG_WARN("%s: unknown key '%s' in [%s] ignored", where, key, section);
+		return 0;
+	}
+	accepted = check_value(k, value);
+	if (accepted)
+		return sg_errf(err, SG_E_INVAL, "%s: [%s] %s = '%s' is not valid: expected %s",
+			       where, section, key, k->secret ? "(hidden)" : value, accepted);
+	if (k->secret && from_file && (file_mode & 077))
+		return sg_errf(err, SG_E_PERM,
+			       "%s: [%s] %s is a secret but '%s' is readable by others: run chmod 600 '%s' or pass it in the environment",
+			       where, section, key, file_path, file_path);
+	return 0;
+}
+
+int sg_config_validate(struct sg_err *err)
+{
+	char where[600];
+
+	for (const struct cfg_entry *e = entries; e; e = e->next) {
+		if (e->src == SRC_FILE)
+			snprintf(where, sizeof(where), "%s:%d", file_path, e->line);
+		else
+			snprintf(where, sizeof(where), "--set %s.%s", e->section, e->key);
+		if (validate_one(where, e->section, e->key, e->value, e->src == SRC_FILE, err) < 0)
+			return -1;
+	}
+	/* Values from SANDGATE_* variables of registered keys. */
+	for (const struct cfg_section_keys *s = known; s; s = s->next) {
+		if (strchr(s->section, '*'))
+			continue;
+		for (const struct sg_config_key *k = s->keys; k->key; k++) {
+			char name[256];
+			const char *v;
+
+			if (strchr(k->key, '*'))
+				continue;
+			sg_config_env_name(s->section, k->key, name, sizeof(name));
+			v = getenv(name);
+			if (!v)
+				v = seed_env(k, name, sizeof(name));
+			if (!v)
+				continue;
+			snprintf(where, sizeof(where), "environment %s", name);
+			if (validate_one(where, s->section, k->key, v, false, err) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+long long sg_config_int(const char *section, const char *key, long long def)
+{
+	const char *v = sg_config_get(section, key);
+	char *end;
+	long long n;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (errno || *end)
+		return def;
+	return n;
+}
+
+bool sg_config_bool(const char *section, const char *key, bool def)
+{
+	const char *v = sg_config_get(section, key);
+
+	if (!v || !*v)
+		return def;
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") ||
+	    !strcmp(v, "1"))
+		return true;
+	if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off") ||
+	    !strcmp(v, "0"))
+		return false;
+	return def;
+}
+
+void sg_config_each(const char *section, const char *prefix,
+		    void (*fn)(const char *key, const char *value, void *ud), void *ud)
+{
+	char envp[256];
+	size_t plen = strlen(prefix), elen;
+
+	/* File and --set keys, each once, with the effective value. */
+	for (const struct cfg_entry *e = entries; e; e = e->next) {
+		bool seen = false;
+
+		if (strcmp(e->section, section) || strncmp(e->key, prefix, plen))
+			continue;
+		for (const struct cfg_entry *f = entries; f != e; f = f->next)
+			if (!strcmp(f->section, section) && !strcmp(f->key, e->key))
+				seen = true;
+		if (!seen)
+			fn(e->key, sg_config_get(section, e->key), ud);
+	}
+	/* SANDGATE_<SECTION>_<PREFIX>NAME variables not already named above. */
+	sg_config_env_name(section, prefix, envp, sizeof(envp));
+	elen = strlen(envp);
+	for (char **ep = environ; ep && *ep; ep++) {
+		const char *eq = strchr(*ep, '=');
+		char key[256];
+		size_t n;
+
+		if (!eq || strncmp(*ep, envp, elen) != 0 || (size_t)(eq - *ep) <= elen)
+			continue;
+		n = (size_t)snprintf(key, sizeof(key), "%s", prefix);
+		for (const char *c = *ep + elen; c < eq && n + 1 < sizeof(key); c++)
+			key[n++] = (char)tolower((unsigned char)*c);
+		key[n] = '\0';
+		if (!last_entry(section, key, SRC_FILE) && !last_entry(section, key, SRC_CLI))
+			fn(key, eq + 1, ud);
+	}
+}
+
+const char *sg_config_file(void)
+{
+	return file_path;
+}
+
+void sg_config_reset(void)
+{
+	while (entries) {
+		struct cfg_entry *e = entries;
+
+		entries = e->next;
+		free(e->section);
+		free(e->key);
+		free(e->value);
+		free(e);
+	}
+	while (known) {
+		struct cfg_section_keys *s = known;
+
+		known = s->next;
+		free(s);
+	}
+	free(file_path);
+	file_path = NULL;
+	file_mode = 0;
+}

@@ -1,0 +1,98 @@
+#include "config.h"
+
+#include <string.h>
+
+#include "core/jsonrpc.h"
+#include "core/util.h"
+
+static bool valid_id(json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id);
+}
+
+void sg_rpc_classify(json_t *msg, struct sg_rpc_msg *m)
+{
+	json_t *v, *id, *method;
+
+	memset(m, 0, sizeof(*m));
+	m->kind = SG_RPC_INVALID;
+	if (!json_is_object(msg)) {
+		m->why = "a message must be a JSON object";
+		return;
+	}
+	id = json_object_get(msg, "id");
+	if (id && valid_id(id))
+		m->id = id;
+	v = json_object_get(msg, "jsonrpc");
+	if (!json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0) {
+		m->why = "\"jsonrpc\" must be \"2.0\"";
+		return;
+	}
+	if (id && !valid_id(id)) {
+		m->why = json_is_null(id) ? "\"id\" must not be null: use a string or an integer"
+					  : "\"id\" must be a string or an integer";
+		return;
+	}
+	method = json_object_get(msg, "method");
+	if (!method) {
+		if (id && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+			m->kind = SG_RPC_RESPONSE;
+			return;
+		}
+		m->why = "\"method\" is missing";
+		return;
+	}
+	if (!json_is_string(method)) {
+		m->why = "\"method\" must be a string";
+		return;
+	}
+	m->method = json_string_value(method);
+	m->params = json_object_get(msg, "params");
+	if (m->params && !json_is_object(m->params) && !json_is_array(m->params)) {
+		m->why = "\"params\" must be an object";
+		return;
+	}
+	m->kind = id ? SG_RPC_REQUEST : SG_RPC_NOTIFICATION;
+}
+
+json_t *sg_rpc_parse(const char *data, size_t len)
+{
+	json_error_t jerr;
+
+	return json_loadb(data, len, JSON_DECODE_ANY, &jerr);
+}
+
+json_t *sg_rpc_result(json_t *id, json_t *result)
+{
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
+			 result ? result : json_object());
+}
+
+json_t *sg_rpc_error(json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+
+	if (data)
+		json_object_set_new(err, "data", data);
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+			 "error", err);
+}
+
+json_t *sg_rpc_notification(const char *method, json_t *params)
+{
+	json_t *n = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+
+	if (params)
+		json_object_set_new(n, "params", params);
+	return n;
+}
+
+char *sg_rpc_dump(const json_t *msg, size_t *len)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+
+	if (!s)
+		s = sg_xstrdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"cannot serialise the reply\"}}");
+	*len = strlen(s);
+	return s;
+}

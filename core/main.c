@@ -1,0 +1,259 @@
+/* sandgate: the command line. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/call.h"
+#include "core/conf.h"
+#include "core/err.h"
+#include "core/keys.h"
+#include "core/log.h"
+#include "core/machine.h"
+#include "core/mcp.h"
+#include "core/plugin.h"
+#include "core/reaper.h"
+#include "core/session.h"
+#include "core/state.h"
+#include "core/tools.h"
+#include "core/util.h"
+#include "transports/transport.h"
+
+enum {
+	EXIT_TOOL_ERROR = 1,
+	EXIT_USAGE = 2,
+	EXIT_CONFIG = 3,
+	EXIT_PLUGIN = 4,
+};
+
+static const char usage_text[] =
+	"usage: sandgate [--config PATH] [--set SECTION.KEY=VALUE]... COMMAND [ARGS]\n"
+	"\n"
+	"Sandbox gateway for AI agents: MCP tools on Docker, SSH and cloud sandboxes.\n"
+	"\n"
+	"Commands:\n"
+	"  stdio                   serve one MCP session on stdin/stdout (for IDEs)\n"
+	"  call TOOL [JSON]        run one tool in a fresh session, print its result as JSON\n"
+	"      --keep              keep the sandbox the call created (its id is in the result)\n"
+	"      --sandbox-id ID     run the tool on an existing sandbox\n"
+	"  http                    serve MCP Streamable HTTP on [server] host:port, path /mcp\n"
+	"  tools                   print the tool list (the tools/list result) as JSON\n"
+	"\n"
+	"Options:\n"
+	"  --config PATH           configuration file (default: $SANDGATE_CONFIG,\n"
+	"                          ~/.config/sandgate/sandgate.ini, /etc/sandgate/sandgate.ini)\n"
+	"  --set SECTION.KEY=VALUE override one configuration key (repeatable)\n"
+	"  --version               print the version\n"
+	"  --help                  print this help\n"
+	"\n"
+	"Configuration precedence: --set, then SANDGATE_<SECTION>_<KEY>, then a backend's\n"
+	"own variables (DOCKER_HOST, ABX_*), then the file, then the built-in default.\n"
+	"\n"
+	"Exit status:\n"
+	"  0  success\n"
+	"  1  the tool reported an error (call), or the server failed at run time\n"
+	"  2  usage error\n"
+	"  3  configuration error\n"
+	"  4  a backend plugin could not be loaded\n";
+
+struct cli {
+	const char *config;
+	const char *command;
+	const char *tool;
+	const char *json;
+	const char *sandbox_id;
+	bool keep;
+};
+
+static int usage_error(const char *fmt, ...) SG_PRINTF(1, 2);
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sandgate: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nrun 'sandgate --help' for usage\n", stderr);
+	return EXIT_USAGE;
+}
+
+static int parse_cli(int argc, char **argv, struct cli *c)
+{
+	struct sg_err err;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			printf("sandgate %s (plugin ABI %u.%u)\n", PACKAGE_VERSION,
+			       SG_PLUGIN_ABI_MAJOR, SG_PLUGIN_ABI_MINOR);
+			exit(0);
+		} else if (!strcmp(a, "--config") || !strcmp(a, "--set") ||
+			   !strcmp(a, "--sandbox-id")) {
+			if (i + 1 >= argc)
+				return usage_error("option '%s' needs a value", a);
+			if (!strcmp(a, "--config"))
+				c->config = argv[++i];
+			else if (!strcmp(a, "--sandbox-id"))
+				c->sandbox_id = argv[++i];
+			else if (sg_config_set_override(argv[++i], &err) < 0)
+				return usage_error("%s", err.msg);
+		} else if (!strcmp(a, "--keep")) {
+			c->keep = true;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option '%s'", a);
+		} else if (!c->command) {
+			c->command = a;
+		} else if (!strcmp(c->command, "call") && !c->tool) {
+			c->tool = a;
+		} else if (!strcmp(c->command, "call") && !c->json) {
+			c->json = a;
+		} else {
+			return usage_error("unexpected argument '%s'", a);
+		}
+	}
+	if (!c->command)
+		return usage_error("%s", "no command given: use stdio, http, call or tools");
+	if (strcmp(c->command, "stdio") && strcmp(c->command, "http") &&
+	    strcmp(c->command, "call") && strcmp(c->command, "tools"))
+		return usage_error("unknown command '%s': use stdio, http, call or tools", c->command);
+	if (!strcmp(c->command, "call") && !c->tool)
+		return usage_error("%s", "call needs a tool name, e.g. sandgate call run_code '{\"code\":\"print(6*7)\"}'");
+	return 0;
+}
+
+static int setup(const struct cli *c)
+{
+	struct sg_err err;
+	const char *file;
+	int lvl;
+
+	sg_core_keys_register();
+	if (sg_config_load(c->config, &err) < 0) {
+		fprintf(stderr, "sandgate: %s\n", err.msg);
+		return EXIT_CONFIG;
+	}
+	lvl = sg_log_level_parse(sg_config_get("log", "level"));
+	if (lvl >= 0)
+		sg_log_set_level(lvl);
+	file = sg_config_get("log", "file");
+	if (file && *file && sg_log_open_file(file) < 0)
+		fprintf(stderr, "sandgate: cannot open log file '%s', logging to stderr\n", file);
+	if (sg_plugin_load_list(sg_config_get("plugin", "dir"), sg_config_get("plugin", "load"),
+				&err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return EXIT_PLUGIN;
+	}
+	if (sg_config_validate(&err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return EXIT_CONFIG;
+	}
+	lvl = sg_log_level_parse(sg_config_get("log", "level"));
+	if (lvl >= 0)
+		sg_log_set_level(lvl);
+	sg_tools_init();
+	return 0;
+}
+
+static void null_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
+{
+	(void)ctx, (void)call, (void)data, (void)len, (void)final;
+}
+
+static const struct sg_transport_ops null_ops = { .name = "cli", .send = null_send };
+
+static int run_call(const struct cli *c)
+{
+	const struct sg_tool *tool = sg_tool_find(c->tool);
+	json_t *args, *res;
+	json_error_t jerr;
+	struct sg_session *s;
+	struct sg_call *call;
+	struct sg_tool_ctx t;
+	char owner[64];
+	int rc;
+
+	if (!tool) {
+		fprintf(stderr, "sandgate: unknown tool '%s': run 'sandgate tools' for the list\n", c->tool);
+		return EXIT_USAGE;
+	}
+	args = c->json ? json_loads(c->json, 0, &jerr) : json_object();
+	if (!json_is_object(args)) {
+		fprintf(stderr, "sandgate: the arguments must be a JSON object: %s\n",
+			args ? "got another JSON value" : jerr.text);
+		json_decref(args);
+		return EXIT_USAGE;
+	}
+	if (c->sandbox_id)
+		json_object_set_new(args, "sandbox_id", json_string(c->sandbox_id));
+	sg_machine_adopt_orphans();
+	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
+	s = sg_session_new(&null_ops, NULL, owner);
+	call = sg_call_new(s, json_integer(0), NULL, "tools/call");
+	json_decref(call->id); /* sg_call_new took its own reference */
+	t.s = s;
+	t.call = call;
+	res = sg_tool_call(&t, tool, args);
+	if (json_is_true(json_object_get(res, "isError"))) {
+		fprintf(stderr, "sandgate: %s: %s\n", c->tool,
+			json_string_value(json_object_get(
+				json_array_get(json_object_get(res, "content"), 0), "text")));
+		rc = EXIT_TOOL_ERROR;
+	} else {
+		json_dumpf(json_object_get(res, "structuredContent"), stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		rc = 0;
+	}
+	json_decref(res);
+	json_decref(args);
+	sg_call_free(call);
+	if (!c->keep)
+		sg_session_close(s, 0);
+	else if (s->default_id[0])
+		fprintf(stderr, "sandgate: kept sandbox %s (use --sandbox-id %s)\n", s->default_id,
+			s->default_id);
+	sg_session_unref(s);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = { 0 };
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	rc = parse_cli(argc, argv, &c);
+	if (rc)
+		return rc;
+	rc = setup(&c);
+	if (rc)
+		goto out;
+	if (!strcmp(c.command, "tools")) {
+		json_dumpf(sg_tools_list(), stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+	} else if (!strcmp(c.command, "call")) {
+		rc = run_call(&c);
+	} else {
+		sg_machine_adopt_orphans_async();
+		sg_reaper_start();
+		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
+		sg_reaper_stop();
+		sg_machine_adopt_join();
+	}
+out:
+	sg_machine_release_all();
+	sg_tools_fini();
+	sg_plugin_unload_all();
+	sg_state_close();
+	sg_config_reset();
+	return rc;
+}

@@ -1,0 +1,369 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/call.h"
+#include "core/conf.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/machine.h"
+#include "core/session.h"
+#include "core/tools.h"
+#include "core/util.h"
+
+#define SG_TOOLS_MAX 64
+
+static const struct sg_tool *tools[SG_TOOLS_MAX];
+static json_t *schemas[SG_TOOLS_MAX];
+static size_t n_tools;
+static json_t *tools_list;
+
+void sg_tools_register(const struct sg_tool *family, size_t n)
+{
+	for (size_t i = 0; i < n && n_tools < SG_TOOLS_MAX; i++) {
+		json_error_t jerr;
+		json_t *schema = json_loads(family[i].input_schema, 0, &jerr);
+
+		if (!json_is_object(schema)) {
+			SG_ERROR("tool '%s': input schema is not a JSON object: %s (line %d)",
+				 family[i].name, jerr.text, jerr.line);
+			abort();
+		}
+		schemas[n_tools] = schema;
+		tools[n_tools++] = &family[i];
+	}
+	json_decref(tools_list);
+	tools_list = NULL;
+}
+
+void sg_tools_fini(void)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		json_decref(schemas[i]);
+	n_tools = 0;
+	json_decref(tools_list);
+	tools_list = NULL;
+}
+
+const struct sg_tool *sg_tool_find(const char *name)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		if (strcmp(tools[i]->name, name) == 0)
+			return tools[i];
+	return NULL;
+}
+
+static json_t *schema_of(const struct sg_tool *tool)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		if (tools[i] == tool)
+			return schemas[i];
+	return NULL;
+}
+
+json_t *sg_tools_list(void)
+{
+	json_t *arr;
+
+	if (tools_list)
+		return tools_list;
+	arr = json_array();
+	for (size_t i = 0; i < n_tools; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:O}", "name", tools[i]->name,
+						     "description", tools[i]->description,
+						     "inputSchema", schemas[i]));
+	tools_list = json_pack("{s:o}", "tools", arr);
+	return tools_list;
+}
+
+/* Unknown argument names are refused: a typo ("comand") would otherwise be
+ * silently ignored and the call would do something else. */
+static int check_known(const struct sg_tool *tool, json_t *args, struct sg_err *err)
+{
+	json_t *props = json_object_get(schema_of(tool), "properties");
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		char valid[512] = "";
+		const char *k;
+		json_t *pv;
+		size_t o = 0;
+
+		if (json_object_get(props, key))
+			continue;
+		json_object_foreach(props, k, pv) {
+			int w = snprintf(valid + o, sizeof(valid) - o, "%s%s", o ? ", " : "", k);
+
+			if (w > 0 && (size_t)w < sizeof(valid) - o)
+				o += (size_t)w;
+		}
+		return sg_errf(err, SG_E_INVAL,
+			       "unknown argument '%s' for %s: valid arguments are %s", key,
+			       tool->name, o ? valid : "none");
+	}
+	return 0;
+}
+
+static json_t *text_block(const char *text)
+{
+	return json_pack("{s:s, s:s}", "type", "text", "text", text);
+}
+
+json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+{
+	json_t *result = NULL, *content, *extra;
+	json_t *empty = NULL;
+	struct sg_err err;
+	char *text;
+
+	sg_err_clear(&err);
+	if (!args)
+		args = empty = json_object();
+	if (!json_is_object(args)) {
+		sg_errf(&err, SG_E_INVAL, "arguments for %s must be a JSON object", tool->name);
+		goto fail;
+	}
+	if (check_known(tool, args, &err) < 0)
+		goto fail;
+	if (tool->fn(t, args, &result, &err) < 0)
+		goto fail;
+	json_decref(empty);
+	extra = json_incref(json_object_get(result, "_content"));
+	json_object_del(result, "_content");
+	text = json_dumps(result, JSON_COMPACT);
+	content = json_array();
+	json_array_append_new(content, text_block(text ? text : "{}"));
+	free(text);
+	if (json_is_array(extra))
+		json_array_extend(content, extra);
+	json_decref(extra);
+	return json_pack("{s:o, s:o}", "content", content, "structuredContent", result);
+fail:
+	json_decref(empty);
+	json_decref(result);
+	if (err.code == SG_E_OK)
+		sg_errf(&err, SG_E_INTERNAL, "%s failed", tool->name);
+	return json_pack("{s:[o], s:b}", "content", text_block(err.msg), "isError", 1);
+}
+
+/* ---- argument helpers ------------------------------------------------------ */
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+int sg_arg_str(json_t *args, const char *name, bool required, const char **out,
+	       struct sg_err *err)
+{
+	json_t *v = json_object_get(args, name);
+
+	*out = NULL;
+	if (!v || (json_is_null(v) && !required)) {
+		if (required)
+			return sg_errf(err, SG_E_INVAL,
+				       "missing required argument '%s': pass it as a string", name);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return sg_errf(err, SG_E_INVAL, "argument '%s' must be a string, not %s", name,
+			       type_name(v));
+	*out = json_string_value(v);
+	return 0;
+}
+
+int sg_arg_uint(json_t *args, const char *name, unsigned def, unsigned min,
+		unsigned max, unsigned *out, struct sg_err *err)
+{
+	json_t *v = json_object_get(args, name);
+	double d;
+
+	*out = def;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return sg_errf(err, SG_E_INVAL, "argument '%s' must be a whole number, not %s",
+			       name, type_name(v));
+	d = json_number_value(v);
+	if (d != floor(d) || d < min || d > max)
+		return sg_errf(err, SG_E_INVAL,
+			       "argument '%s' must be a whole number from %u to %u, got %g", name,
+			       min, max, d);
+	*out = (unsigned)d;
+	return 0;
+}
+
+int sg_arg_enum(json_t *args, const char *name, const char *def, const char *choices,
+		const char **out, struct sg_err *err)
+{
+	const char *s;
+	size_t n;
+
+	if (sg_arg_str(args, name, false, &s, err) < 0)
+		return -1;
+	*out = s ? s : def;
+	if (!s)
+		return 0;
+	n = strlen(s);
+	for (const char *p = choices; *p;) {
+		size_t len = strcspn(p, "|");
+
+		if (len == n && strncmp(p, s, n) == 0)
+			return 0;
+		p += len + (p[len] ? 1 : 0);
+	}
+	return sg_errf(err, SG_E_INVAL, "argument '%s' must be one of %s, got '%.64s'", name,
+		       choices, s);
+}
+
+int sg_arg_bool(json_t *args, const char *name, bool def, bool *out, struct sg_err *err)
+{
+	json_t *v = json_object_get(args, name);
+
+	*out = def;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return sg_errf(err, SG_E_INVAL, "argument '%s' must be true or false, not %s",
+			       name, type_name(v));
+	*out = json_is_true(v);
+	return 0;
+}
+
+static bool env_name_ok(const char *k)
+{
+	if (!*k || !(isalpha((unsigned char)*k) || *k == '_'))
+		return false;
+	for (; *k; k++)
+		if (!(isalnum((unsigned char)*k) || *k == '_'))
+			return false;
+	return true;
+}
+
+int sg_arg_env(json_t *args, const char *name, char ***out, struct sg_err *err)
+{
+	json_t *v = json_object_get(args, name), *val;
+	const char *key;
+	char **vec;
+	size_t i = 0;
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return sg_errf(err, SG_E_INVAL,
+			       "argument '%s' must be an object of string values, e.g. {\"DEBUG\": \"1\"}",
+			       name);
+	vec = sg_xcalloc(json_object_size(v) + 1, sizeof(char *));
+	json_object_foreach(v, key, val) {
+		if (!env_name_ok(key)) {
+			sg_strv_free(vec);
+			return sg_errf(err, SG_E_INVAL,
+				       "argument '%s': '%.64s' is not a valid variable name: use letters, digits and '_', not starting with a digit",
+				       name, key);
+		}
+		if (!json_is_string(val)) {
+			sg_strv_free(vec);
+			return sg_errf(err, SG_E_INVAL, "argument '%s': the value of '%s' must be a string, not %s",
+				       name, key, type_name(val));
+		}
+		vec[i++] = sg_xasprintf("%s=%s", key, json_string_value(val));
+	}
+	*out = vec;
+	return 0;
+}
+
+json_t *sg_json_bytes(const char *p, size_t n)
+{
+	char *clean = sg_utf8_sanitize(p ? p : "", p ? n : 0, NULL);
+	json_t *s = json_string(clean);
+
+	free(clean);
+	return s;
+}
+
+/* ---- the session's default machine ---------------------------------------- */
+
+static int create_default(struct sg_tool_ctx *t, struct sg_entry **out, struct sg_err *err)
+{
+	struct sg_create_req req = {
+		.template_name = NULL,
+		.lifetime_s = (unsigned)sg_config_int("sandbox", "timeout", 300),
+		.owner = sg_machine_owner_label(),
+		.session_hash = t->s->hash,
+	};
+
+	return sg_machine_create(t->s, NULL, &req, t->call, out, err);
+}
+
+int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
+		    bool *created, struct sg_err *err)
+{
+	struct sg_session *s = t->s;
+	const char *id;
+	char def[SG_ID_MAX];
+	int r;
+
+	*created = false;
+	if (sg_arg_str(args, "sandbox_id", false, &id, err) < 0)
+		return -1;
+	if (id && *id) {
+		*out = sg_machine_get(s, id, err);
+		return *out ? 0 : -1;
+	}
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		if (s->default_id[0]) {
+			memcpy(def, s->default_id, sizeof(def));
+			pthread_mutex_unlock(&s->lock);
+			*out = sg_machine_get(s, def, NULL);
+			if (*out)
+				return 0;
+			/* The default is gone (expired, killed): make a new one. */
+			sg_session_default_clear(s, def);
+			continue;
+		}
+		if (s->creating_default) {
+			pthread_cond_wait(&s->cond, &s->lock);
+			pthread_mutex_unlock(&s->lock);
+			if (sg_call_cancelled(t->call))
+				return sg_errf(err, SG_E_CANCELLED, "cancelled");
+			continue;
+		}
+		s->creating_default = true;
+		pthread_mutex_unlock(&s->lock);
+		r = create_default(t, out, err);
+		pthread_mutex_lock(&s->lock);
+		s->creating_default = false;
+		if (r == 0)
+			snprintf(s->default_id, sizeof(s->default_id), "%s", (*out)->m.id);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		if (r < 0) {
+			sg_err_prefix(err, "cannot create the default sandbox: ");
+			return -1;
+		}
+		*created = true;
+		return 0;
+	}
+}
+
+void sg_tool_result_machine(json_t *result, const struct sg_entry *e, bool created)
+{
+	json_object_set_new(result, "sandbox_id", json_string(e->m.id));
+	if (created)
+		json_object_set_new(result, "sandbox_created", json_true());
+}

@@ -1,0 +1,128 @@
+/*
+ * docker.so internals shared between its files: the plugin context, the
+ * per-machine handle, and the slot functions each file implements.
+ *
+ *   docker.c   descriptor, init/fini, configuration, templates
+ *   engine.c   HTTP to the Engine API (see engine.h)
+ *   machine.c  create, attach, destroy, release, list
+ *   exec.c     one-shot commands: process groups, timeouts, cancellation
+ *   stream.c   interactive streams (attached exec with stdin open)
+ *   files.c    files through the archive API and small exec scripts
+ *   demux.c    the 8-byte-header stream parser (see demux.h)
+ *   tar.c      libarchive in memory (see tar.h)
+ */
+#ifndef SG_DOCKER_DOCKER_H
+#define SG_DOCKER_DOCKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sandgate/plugin.h>
+
+#include "plugins/docker/engine.h"
+
+#define DOCKER_PLUGIN "docker"
+
+/* Labels on every container sandgate makes. */
+#define DOCKER_LABEL_MANAGED    "org.sandgate.managed"
+#define DOCKER_LABEL_OWNER      "org.sandgate.owner"
+#define DOCKER_LABEL_SESSION    "org.sandgate.session"
+#define DOCKER_LABEL_CREATED    "org.sandgate.created"
+#define DOCKER_LABEL_LIFETIME   "org.sandgate.lifetime"
+#define DOCKER_LABEL_PERSISTENT "org.sandgate.persistent"
+#define DOCKER_LABEL_NAME       "org.sandgate.name"
+#define DOCKER_LABEL_TEMPLATE   "org.sandgate.template"
+
+#define DOCKER_WORKSPACE "/workspace"
+
+/* The plugin's priv, made by init() and freed by fini().  Read-only after
+ * init except inside engine, which guards itself: safe to share by threads. */
+struct docker_ctx {
+	const struct sg_host_api *host;  /* borrowed, process lifetime */
+	struct docker_engine *engine;    /* owned */
+	const char *default_template;    /* borrowed from the config */
+	size_t file_cap;                 /* [docker] file_cap */
+	unsigned api_timeout_s;          /* [docker] api_timeout */
+};
+
+/* m->handle: allocated by create()/attach(), freed by machine_release(). */
+struct docker_machine {
+	struct docker_ctx *ctx; /* borrowed from init() */
+};
+
+/* Returns the context of a machine made by this plugin, or NULL (err filled). */
+struct docker_ctx *docker_ctx_of(const struct sg_machine *m, struct sg_err *err);
+
+/* Looks a template up: config `template.<name>`, then the built-in
+ * base -> sandgate/base:1, and copies its image into image[size].  Returns 0,
+ * or -1 when there is no such template. */
+int docker_template_image(struct docker_ctx *ctx, const char *name, char *image,
+			  size_t size);
+
+/* Trims msg to its first line (at most 200 bytes) into out, for messages. */
+void docker_first_line(const char *msg, size_t len, char *out, size_t size);
+
+/* ---- exec.c ------------------------------------------------------------------ */
+
+/* One exec inside a container. */
+struct docker_run {
+	const char *const *argv;  /* NULL-terminated; what runs */
+	const char *cwd;          /* NULL: the container's WorkingDir */
+	const char *const *env;   /* "K=V", NULL-terminated, or NULL */
+	unsigned timeout_ms;      /* 0: none */
+	size_t cap;               /* bytes kept per stream */
+	bool group;               /* run in a new process group that a timeout or a
+				     cancellation kills (the wrapper); off only for
+				     the kill itself */
+	bool attach_stdin;        /* streams: stdin stays open */
+	bool merge_stderr;        /* streams: stderr into stdout, in order */
+};
+
+/* Runs r in container cid and fills res (exit code, signal, output, flags).
+ * Returns 0 when the command ran (any exit status, also a timeout); -1 with
+ * err filled otherwise, SG_E_CANCELLED after a cancellation (the process group
+ * was killed first), SG_E_GONE when the container is gone or stopped. */
+int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run *r,
+	       struct sg_call *call, struct sg_exec_result *res,
+	       struct sg_err *err);
+
+sg_exec_fn docker_exec;
+
+/* Pieces of docker_run() that stream.c reuses. */
+long long docker_now_ms(void);
+/* Creates an exec of r in cid (argv wrapped when r->group); copies its id
+ * into eid.  SG_E_GONE when the container is gone or stopped. */
+int docker_exec_create(struct docker_ctx *ctx, const char *cid,
+		       const struct docker_run *r, char *eid, size_t size,
+		       struct sg_err *err);
+/* Waits briefly until exec inspect stops saying Running.  Returns the exit
+ * code, or -1 when it is unknown. */
+int docker_exec_wait(struct docker_ctx *ctx, const char *eid);
+/* Kills process group pgid (> 1) in container cid with a second exec. */
+void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid);
+
+/* ---- machine.c --------------------------------------------------------------- */
+
+sg_machine_create_fn docker_machine_create;
+sg_machine_attach_fn docker_machine_attach;
+sg_machine_destroy_fn docker_machine_destroy;
+sg_machine_release_fn docker_machine_release;
+sg_machine_list_fn docker_machine_list;
+
+/* ---- stream.c ---------------------------------------------------------------- */
+
+sg_stream_open_fn docker_stream_open;
+sg_stream_write_fn docker_stream_write;
+sg_stream_read_fn docker_stream_read;
+sg_stream_close_fn docker_stream_close;
+
+/* ---- files.c ----------------------------------------------------------------- */
+
+sg_file_read_fn docker_file_read;
+sg_file_write_fn docker_file_write;
+sg_file_list_fn docker_file_list;
+sg_file_stat_fn docker_file_stat;
+sg_file_mkdir_fn docker_file_mkdir;
+sg_file_remove_fn docker_file_remove;
+
+#endif /* SG_DOCKER_DOCKER_H */

@@ -1,0 +1,692 @@
+/* Docker Engine API client over a unix socket: see engine.h. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/docker/engine.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#define DOCKER_PLUGIN "docker"
+#define DOCKER_POOL_MAX 8                     /* idle easy handles kept */
+#define DOCKER_BODY_MAX (16u * 1024u * 1024u) /* default reply cap */
+#define DOCKER_HEAD_MAX 8192                  /* hijack answer head */
+/* The newest API this client was written against, and the oldest it needs
+ * (1.35: WorkingDir on exec create). */
+#define DOCKER_API_MAJOR 1
+#define DOCKER_API_MINOR 43
+#define DOCKER_API_MIN_MINOR 35
+
+struct docker_engine {
+	const struct sg_host_api *host;  /* borrowed, process lifetime */
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *unsupported;               /* the url when it is tcp:// or ssh:// (owned) */
+	long timeout_s;                  /* per API call */
+
+	pthread_mutex_t lock;            /* guards everything below */
+	CURL *idle[DOCKER_POOL_MAX];     /* reusable handles with live connections */
+	size_t n_idle;
+	char api[16];                    /* negotiated "1.41", "" until then */
+};
+
+/* ---- setup ---------------------------------------------------------------- */
+
+struct docker_engine *docker_engine_new(const struct sg_host_api *host,
+					const char *url, unsigned timeout_s,
+					struct sg_err *err)
+{
+	struct docker_engine *e;
+	const char *path = NULL;
+
+	e = calloc(1, sizeof(*e)); /* freed by docker_engine_free() */
+	if (!e) {
+		host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		return NULL;
+	}
+	e->host = host;
+	e->timeout_s = timeout_s > 0 ? (long)timeout_s : 60;
+	pthread_mutex_init(&e->lock, NULL);
+	if (!url || !*url)
+		url = "unix:///var/run/docker.sock";
+	if (strncmp(url, "unix://", 7) == 0)
+		path = url + 7;
+	else if (url[0] == '/')
+		path = url;
+	else if (strncmp(url, "tcp://", 6) == 0 || strncmp(url, "ssh://", 6) == 0 ||
+		 strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) {
+		e->unsupported = strdup(url);
+		if (!e->unsupported)
+			goto nomem;
+		return e;
+	} else {
+		host->errf(err, SG_E_INVAL,
+			   "docker host %s is not a docker address: set [docker] host "
+			   "or DOCKER_HOST to unix:///var/run/docker.sock", url);
+		goto fail;
+	}
+	if (path[0] != '/' || strlen(path) >= sizeof(e->sock)) {
+		host->errf(err, SG_E_INVAL,
+			   "docker host %s: the socket path must be absolute and shorter "
+			   "than %zu bytes", url, sizeof(e->sock));
+		goto fail;
+	}
+	strcpy(e->sock, path);
+	return e;
+nomem:
+	host->errf(err, SG_E_NOMEM, "docker: out of memory");
+fail:
+	docker_engine_free(e);
+	return NULL;
+}
+
+void docker_engine_free(struct docker_engine *e)
+{
+	size_t i;
+
+	if (!e)
+		return;
+	for (i = 0; i < e->n_idle; i++)
+		curl_easy_cleanup(e->idle[i]);
+	pthread_mutex_destroy(&e->lock);
+	free(e->unsupported);
+	free(e);
+}
+
+const char *docker_engine_socket(const struct docker_engine *e)
+{
+	return e->sock;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+/* The one place that words "cannot reach the daemon", from a connect errno. */
+static int docker_connect_err(struct docker_engine *e, struct sg_err *err,
+			      int sys)
+{
+	int rc;
+
+	if (sys == EACCES || sys == EPERM)
+		rc = e->host->errf(err, SG_E_PERM,
+				   "permission denied on the docker socket %s: add this "
+				   "user to the docker group (usermod -aG docker USER, then "
+				   "log in again) or run sandgate as a user allowed to use "
+				   "docker", e->sock);
+	else
+		rc = e->host->errf(err, SG_E_UNAVAILABLE,
+				   "cannot connect to the docker daemon at %s: dockerd is not "
+				   "running (start it, e.g. systemctl start docker) or "
+				   "[docker] host / DOCKER_HOST names the wrong socket (%s)",
+				   e->sock, strerror(sys ? sys : ECONNREFUSED));
+	if (err)
+		err->sys_errno = sys;
+	return rc;
+}
+
+static int docker_unsupported_err(struct docker_engine *e, struct sg_err *err)
+{
+	return e->host->errf(err, SG_E_NOTSUP,
+			     "docker host %s is not supported yet: only unix:// sockets "
+			     "work; set [docker] host or DOCKER_HOST to "
+			     "unix:///var/run/docker.sock (or forward the remote socket "
+			     "to a local one)", e->unsupported);
+}
+
+const char *docker_reply_message(const json_t *reply)
+{
+	const char *msg = json_string_value(json_object_get(reply, "message"));
+
+	return msg ? msg : "";
+}
+
+int docker_engine_fail(struct docker_engine *e, struct sg_err *err, int code,
+		       const char *what, long status, const json_t *reply)
+{
+	const char *msg = docker_reply_message(reply);
+
+	return e->host->errf(err, code, "%s: docker answered HTTP %ld%s%s", what,
+			     status, *msg ? ": " : "", msg);
+}
+
+/* ---- the curl pool ---------------------------------------------------------- */
+
+static CURL *docker_pool_take(struct docker_engine *e)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->n_idle > 0)
+		h = e->idle[--e->n_idle];
+	pthread_mutex_unlock(&e->lock);
+	return h ? h : curl_easy_init();
+}
+
+/* Gives a handle back; reset keeps its live connection for the next call. */
+static void docker_pool_give(struct docker_engine *e, CURL *h)
+{
+	curl_easy_reset(h);
+	pthread_mutex_lock(&e->lock);
+	if (e->n_idle < DOCKER_POOL_MAX) {
+		e->idle[e->n_idle++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (h)
+		curl_easy_cleanup(h);
+}
+
+/* ---- one request ------------------------------------------------------------ */
+
+struct docker_xfer {
+	struct docker_engine *e;
+	struct docker_reply *rp;
+	size_t max;
+	bool oom;
+};
+
+static size_t docker_on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct docker_xfer *x = ud;
+	size_t len = size * n;
+
+	if (x->rp->body.len + len > x->max) {
+		/* Returning short aborts the transfer: we never hold more than
+		 * the caller allowed (file_read of a huge file). */
+		x->rp->body_capped = true;
+		return 0;
+	}
+	if (x->e->host->buf_append(&x->rp->body, p, len) < 0) {
+		x->oom = true;
+		return 0;
+	}
+	return len;
+}
+
+static size_t docker_on_header(char *p, size_t size, size_t n, void *ud)
+{
+	static const char name[] = "X-Docker-Container-Path-Stat:";
+	struct docker_xfer *x = ud;
+	size_t len = size * n, skip = sizeof(name) - 1;
+
+	if (len > skip && strncasecmp(p, name, skip) == 0) {
+		while (skip < len && (p[skip] == ' ' || p[skip] == '\t'))
+			skip++;
+		while (len > skip && (p[len - 1] == '\r' || p[len - 1] == '\n' ||
+				      p[len - 1] == ' '))
+			len--;
+		free(x->rp->path_stat);
+		x->rp->path_stat = strndup(p + skip, len - skip);
+		if (!x->rp->path_stat)
+			x->oom = true;
+	}
+	return size * n;
+}
+
+static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
+			   const struct docker_http *rq, struct sg_err *err)
+{
+	long sys = 0;
+
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &sys);
+		return docker_connect_err(e, err, (int)sys);
+	case CURLE_OPERATION_TIMEDOUT:
+		return e->host->errf(err, SG_E_TIMEOUT,
+				     "docker API %s %s timed out after %ld s: the daemon "
+				     "is overloaded or hung (raise [docker] api_timeout)",
+				     rq->method, rq->path, e->timeout_s);
+	case CURLE_OUT_OF_MEMORY:
+		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	default:
+		return e->host->errf(err, SG_E_IO, "docker API %s %s failed on %s: %s",
+				     rq->method, rq->path, e->sock,
+				     curl_easy_strerror(cc));
+	}
+}
+
+static void docker_reply_init(struct docker_reply *rp)
+{
+	memset(rp, 0, sizeof(*rp));
+}
+
+void docker_reply_free(struct docker_engine *e, struct docker_reply *rp)
+{
+	e->host->buf_release(&rp->body);
+	free(rp->path_stat);
+	docker_reply_init(rp);
+}
+
+/* Performs rq against the full path `vpath` (already versioned). */
+static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
+			  const char *vpath, struct docker_reply *rp,
+			  struct sg_err *err)
+{
+	struct docker_xfer x = { .e = e, .rp = rp };
+	struct curl_slist *hdrs = NULL, *tmp;
+	char url[4096], ctype[128];
+	CURLcode cc;
+	CURL *h;
+	int rc = -1;
+
+	x.max = rq->max_body ? rq->max_body : DOCKER_BODY_MAX;
+	if ((size_t)snprintf(url, sizeof(url), "http://docker%s", vpath) >= sizeof(url))
+		return e->host->errf(err, SG_E_INVAL, "docker API path too long: %.64s...",
+				     vpath);
+	h = docker_pool_take(e);
+	if (!h)
+		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	/* An empty Expect: stops curl from waiting for 100-continue on larger
+	 * bodies (up to a second per upload otherwise). */
+	tmp = curl_slist_append(hdrs, "Expect:");
+	if (!tmp)
+		goto nomem;
+	hdrs = tmp;
+	if (rq->content_type) {
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s", rq->content_type);
+		tmp = curl_slist_append(hdrs, ctype);
+		if (!tmp)
+			goto nomem;
+		hdrs = tmp;
+	}
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->sock);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout_s);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, e->timeout_s);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "sandgate");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, docker_on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, docker_on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	if (strcmp(rq->method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(rq->method, "GET") != 0) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+		if (rq->body || strcmp(rq->method, "POST") == 0) {
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+					 (curl_off_t)(rq->body ? rq->body_len : 0));
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+		}
+	}
+	cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rp->status);
+	if (x.oom)
+		goto nomem;
+	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rp->body_capped)) {
+		docker_curl_err(e, h, cc, rq, err);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+out:
+	curl_slist_free_all(hdrs);
+	docker_pool_give(e, h);
+	return rc;
+}
+
+/* ---- API version ------------------------------------------------------------- */
+
+/* Parses "1.41" into minor 41; -1 when it is not 1.x. */
+static int docker_api_minor(const char *v)
+{
+	char *end;
+	long major, minor;
+
+	if (!v)
+		return -1;
+	major = strtol(v, &end, 10);
+	if (*end != '.')
+		return -1;
+	minor = strtol(end + 1, &end, 10);
+	if (*end || major != DOCKER_API_MAJOR || minor < 0 || minor > 999)
+		return -1;
+	return (int)minor;
+}
+
+/* Fills e->api once: min(server ApiVersion, what we speak). */
+static int docker_negotiate(struct docker_engine *e, struct sg_err *err)
+{
+	struct docker_http rq = { .method = "GET", .path = "/version" };
+	struct docker_reply rp;
+	json_t *v = NULL;
+	const char *server;
+	int minor, rc = -1;
+
+	pthread_mutex_lock(&e->lock);
+	rc = e->api[0] ? 0 : -1;
+	pthread_mutex_unlock(&e->lock);
+	if (rc == 0)
+		return 0;
+	/* Two threads may race here: both ask, both store the same answer. */
+	docker_reply_init(&rp);
+	if (docker_perform(e, &rq, "/version", &rp, err) < 0)
+		goto out;
+	if (rp.status != 200 ||
+	    !(v = json_loadb(rp.body.data ? rp.body.data : "", rp.body.len, 0, NULL))) {
+		e->host->errf(err, SG_E_PROTO,
+			      "%s does not answer GET /version like a docker daemon "
+			      "(HTTP %ld): check [docker] host / DOCKER_HOST", e->sock,
+			      rp.status);
+		goto out;
+	}
+	server = json_string_value(json_object_get(v, "ApiVersion"));
+	minor = docker_api_minor(server);
+	if (minor < DOCKER_API_MIN_MINOR) {
+		e->host->errf(err, SG_E_NOTSUP,
+			      "docker engine API %s at %s is too old: sandgate needs "
+			      "1.%d or newer (docker 17.12+), upgrade docker",
+			      server ? server : "?", e->sock, DOCKER_API_MIN_MINOR);
+		goto out;
+	}
+	if (minor > DOCKER_API_MINOR)
+		minor = DOCKER_API_MINOR;
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->api, sizeof(e->api), "%d.%d", DOCKER_API_MAJOR, minor);
+	pthread_mutex_unlock(&e->lock);
+	e->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "docker engine API %d.%d at %s",
+		     DOCKER_API_MAJOR, minor, e->sock);
+	rc = 0;
+out:
+	json_decref(v);
+	docker_reply_free(e, &rp);
+	return rc;
+}
+
+/* Writes "/v1.41<path>" into buf. */
+static int docker_vpath(struct docker_engine *e, const char *path, char *buf,
+			size_t size, struct sg_err *err)
+{
+	char api[sizeof(e->api)];
+
+	if (e->unsupported)
+		return docker_unsupported_err(e, err);
+	if (docker_negotiate(e, err) < 0)
+		return -1;
+	pthread_mutex_lock(&e->lock);
+	memcpy(api, e->api, sizeof(api));
+	pthread_mutex_unlock(&e->lock);
+	if ((size_t)snprintf(buf, size, "/v%s%s", api, path) >= size)
+		return e->host->errf(err, SG_E_INVAL, "docker API path too long: %.64s...",
+				     path);
+	return 0;
+}
+
+int docker_engine_call(struct docker_engine *e, const struct docker_http *rq,
+		       struct docker_reply *rp, struct sg_err *err)
+{
+	char vpath[4096];
+
+	docker_reply_init(rp);
+	if (docker_vpath(e, rq->path, vpath, sizeof(vpath), err) < 0)
+		return -1;
+	return docker_perform(e, rq, vpath, rp, err);
+}
+
+int docker_engine_json(struct docker_engine *e, const char *method,
+		       const char *path, const json_t *body, long *status,
+		       json_t **out, struct sg_err *err)
+{
+	struct docker_http rq = { .method = method, .path = path };
+	struct docker_reply rp;
+	char *text = NULL; /* the encoded body, freed here */
+	int rc = -1;
+
+	*out = NULL;
+	*status = 0;
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (!text)
+			return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		rq.body = text;
+		rq.body_len = strlen(text);
+		rq.content_type = "application/json";
+	}
+	if (docker_engine_call(e, &rq, &rp, err) < 0)
+		goto out;
+	*status = rp.status;
+	if (rp.body.len > 0) {
+		*out = json_loadb(rp.body.data, rp.body.len, 0, NULL);
+		/* Error answers are JSON too, but tolerate plain text there. */
+		if (!*out && rp.status < 300) {
+			e->host->errf(err, SG_E_PROTO,
+				      "docker API %s %s answered something that is not "
+				      "JSON", method, path);
+			goto out;
+		}
+		if (!*out)
+			*out = json_pack("{s:s%}", "message", rp.body.data, rp.body.len);
+	}
+	rc = 0;
+out:
+	docker_reply_free(e, &rp);
+	free(text);
+	return rc;
+}
+
+/* ---- hijacked streams ------------------------------------------------------- */
+
+static int docker_unix_connect(struct docker_engine *e, int *fd,
+			       struct sg_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s;
+
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return e->host->errf(err, SG_E_IO, "docker: socket(): %s",
+				     strerror(errno));
+	memcpy(sa.sun_path, e->sock, strlen(e->sock) + 1);
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int sys = errno;
+
+		close(s);
+		return docker_connect_err(e, err, sys);
+	}
+	*fd = s;
+	return 0;
+}
+
+static int docker_send_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static long docker_ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (deadline->tv_sec - now.tv_sec) * 1000 +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? ms : 0;
+}
+
+/* Reads what is available into buf[*len..cap) before the deadline.  Returns
+ * bytes read, 0 at EOF, -1 on error or timeout (errno ETIMEDOUT). */
+static ssize_t docker_read_until(int fd, char *buf, size_t cap, size_t *len,
+				 const struct timespec *deadline)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ssize_t r;
+	int pr;
+
+	for (;;) {
+		pr = poll(&pfd, 1, (int)docker_ms_left(deadline));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			errno = ETIMEDOUT;
+		if (pr <= 0)
+			return -1;
+		r = read(fd, buf + *len, cap - *len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r > 0)
+			*len += (size_t)r;
+		return r;
+	}
+}
+
+/* Pulls the daemon's message out of an error answer's body (JSON, maybe
+ * chunked, maybe plain text) into err. */
+static int docker_hijack_fail(struct docker_engine *e, const char *path,
+			      long status, const char *body, size_t len,
+			      struct sg_err *err)
+{
+	const char *open = memchr(body, '{', len), *close = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	for (size_t i = len; open && i > (size_t)(open - body); i--)
+		if (body[i - 1] == '}') {
+			close = body + i;
+			break;
+		}
+	if (open && close)
+		j = json_loadb(open, (size_t)(close - open), 0, NULL);
+	rc = e->host->errf(err, SG_E_BACKEND, "docker API POST %s: docker answered "
+			   "HTTP %ld%s%s", path, status, j ? ": " : "",
+			   j ? docker_reply_message(j) : "");
+	json_decref(j);
+	return rc;
+}
+
+int docker_engine_hijack(struct docker_engine *e, const char *path,
+			 const json_t *body, int *fd, struct sg_buf *early,
+			 long *status, struct sg_err *err)
+{
+	char vpath[4096], head[DOCKER_HEAD_MAX + 1], *req = NULL, *json = NULL, *end;
+	struct timespec deadline;
+	size_t len = 0, hlen;
+	int s = -1, n;
+
+	*fd = -1;
+	*status = 0;
+	if (docker_vpath(e, path, vpath, sizeof(vpath), err) < 0)
+		return -1;
+	json = json_dumps(body, JSON_COMPACT); /* freed below */
+	if (!json)
+		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	n = asprintf(&req, "POST %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandgate\r\n"
+		     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+		     "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n%s",
+		     vpath, strlen(json), json);
+	if (n < 0) {
+		req = NULL;
+		e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		goto fail;
+	}
+	if (docker_unix_connect(e, &s, err) < 0)
+		goto fail;
+	if (docker_send_all(s, req, (size_t)n) < 0) {
+		e->host->errf(err, SG_E_IO, "docker API POST %s: write to %s: %s",
+			      path, e->sock, strerror(errno));
+		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += e->timeout_s;
+	for (;;) {
+		head[len] = '\0';
+		end = strstr(head, "\r\n\r\n");
+		if (end)
+			break;
+		if (len == DOCKER_HEAD_MAX) {
+			e->host->errf(err, SG_E_PROTO, "docker API POST %s: answer head "
+				      "longer than %d bytes", path, DOCKER_HEAD_MAX);
+			goto fail;
+		}
+		if (docker_read_until(s, head, DOCKER_HEAD_MAX, &len, &deadline) <= 0) {
+			e->host->errf(err, errno == ETIMEDOUT ? SG_E_TIMEOUT : SG_E_IO,
+				      "docker API POST %s: no answer from %s (%s)", path,
+				      e->sock, len ? "cut short" :
+				      errno == ETIMEDOUT ? "timed out" : "closed");
+			goto fail;
+		}
+	}
+	hlen = (size_t)(end - head) + 4;
+	if (sscanf(head, "HTTP/1.%*d %ld", status) != 1) {
+		e->host->errf(err, SG_E_PROTO, "docker API POST %s: bad answer line", path);
+		goto fail;
+	}
+	if (*status != 101 && *status != 200) {
+		/* An error body is short: take what comes before EOF or 1 s. */
+		struct timespec soon;
+
+		clock_gettime(CLOCK_MONOTONIC, &soon);
+		soon.tv_sec += 1;
+		while (len < DOCKER_HEAD_MAX &&
+		       docker_read_until(s, head, DOCKER_HEAD_MAX, &len, &soon) > 0)
+			;
+		docker_hijack_fail(e, path, *status, head + hlen, len - hlen, err);
+		goto fail;
+	}
+	if (len > hlen && e->host->buf_append(early, head + hlen, len - hlen) < 0) {
+		e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		goto fail;
+	}
+	*fd = s;
+	free(req);
+	free(json);
+	return 0;
+fail:
+	if (s >= 0)
+		close(s);
+	free(req);
+	free(json);
+	return -1;
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+char *docker_engine_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s), i, o = 0;
+	char *out = malloc(n * 3 + 1); /* caller frees */
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+		    c == '~' || c == '/') {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}

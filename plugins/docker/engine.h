@@ -1,0 +1,96 @@
+/*
+ * Docker Engine API client over a unix socket.
+ *
+ * Ordinary calls go through libcurl with a small mutex-protected pool of easy
+ * handles, so keep-alive connections are reused between calls (latency).  The
+ * attached exec stream is a raw AF_UNIX socket on which we write the HTTP
+ * request ourselves and, after the 101 response, read the multiplexed stream.
+ *
+ * The API version is negotiated lazily on the first call (GET /version, capped
+ * at what this client speaks) and then prefixes every path: creating an
+ * engine never touches the network.  All functions are thread-safe.
+ */
+#ifndef SG_DOCKER_ENGINE_H
+#define SG_DOCKER_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include <sandgate/plugin.h>
+
+struct docker_engine;
+
+/* One API request.  All pointers borrowed for the call. */
+struct docker_http {
+	const char *method;       /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+	const char *path;         /* after the version prefix, with its query:
+				     "/containers/json?all=1" */
+	const void *body;         /* request body, or NULL */
+	size_t body_len;
+	const char *content_type; /* of body, or NULL */
+	size_t max_body;          /* cut the response body past this; 0: 16 MiB */
+};
+
+/* The answer to one request; release with docker_reply_free(). */
+struct docker_reply {
+	long status;          /* HTTP status */
+	struct sg_buf body;   /* response body (owned, freed by docker_reply_free) */
+	char *path_stat;      /* X-Docker-Container-Path-Stat value (malloc'd) or NULL */
+	bool body_capped;     /* the body passed max_body and was cut there */
+};
+
+/* Parses `url` ("unix:///var/run/docker.sock" or a bare absolute path) without
+ * connecting.  tcp:// and ssh:// are accepted here but every later call fails
+ * with SG_E_NOTSUP naming the limitation, so a bad [docker] host does not stop
+ * sandgate's other backends.  Returns NULL (err filled) only when out of memory
+ * or when the url is not a docker address at all.  Caller frees with
+ * docker_engine_free(). */
+struct docker_engine *docker_engine_new(const struct sg_host_api *host,
+					const char *url, unsigned timeout_s,
+					struct sg_err *err);
+void docker_engine_free(struct docker_engine *e);
+
+/* The socket path, for messages. */
+const char *docker_engine_socket(const struct docker_engine *e);
+
+/* Sends one request and fills *rp (always initialised, also on failure).
+ * Returns 0 when the daemon answered, whatever the status; -1 (err filled)
+ * when it could not be reached: SG_E_UNAVAILABLE (dockerd not running),
+ * SG_E_PERM (no access to the socket), SG_E_TIMEOUT, SG_E_IO, SG_E_NOTSUP. */
+int docker_engine_call(struct docker_engine *e, const struct docker_http *rq,
+		       struct docker_reply *rp, struct sg_err *err);
+void docker_reply_free(struct docker_engine *e, struct docker_reply *rp);
+
+/* A JSON request: body (may be NULL) is sent as application/json, the answer
+ * parsed into *out (caller's reference; NULL for an empty body).  Returns 0
+ * when the daemon answered, with *status set; -1 as docker_engine_call() or
+ * when a 2xx answer is not JSON (SG_E_PROTO). */
+int docker_engine_json(struct docker_engine *e, const char *method,
+		       const char *path, const json_t *body, long *status,
+		       json_t **out, struct sg_err *err);
+
+/* Fills err for an unexpected HTTP status: the daemon's own message (the
+ * "message" field of reply, or text) after `what`.  Returns -1. */
+int docker_engine_fail(struct docker_engine *e, struct sg_err *err, int code,
+		       const char *what, long status, const json_t *reply);
+
+/* The daemon's "message" text in an error reply, or "". */
+const char *docker_reply_message(const json_t *reply);
+
+/* Opens an attached (hijacked) stream: POST `path` with the JSON body on a new
+ * connection and waits for the 101/200 answer (api timeout).  On success *fd
+ * is the connected socket (caller closes) and any stream bytes that came with
+ * the answer were appended to *early.  On an HTTP error, returns -1 with
+ * *status set and err filled with the daemon's message (SG_E_BACKEND; callers
+ * remap by status); on a transport error *status is 0. */
+int docker_engine_hijack(struct docker_engine *e, const char *path,
+			 const json_t *body, int *fd, struct sg_buf *early,
+			 long *status, struct sg_err *err);
+
+/* Percent-encodes s for a query value.  Returns a malloc'd string (caller
+ * frees) or NULL when out of memory. */
+char *docker_engine_escape(const char *s);
+
+#endif /* SG_DOCKER_ENGINE_H */

@@ -1,0 +1,904 @@
+/*
+ * Files: bytes move through the archive API (GET/PUT .../archive, tars built
+ * and read with libarchive); everything that needs the container's own view
+ * (rename, owner, listing, mkdir, rm) is a small fixed shell script run with
+ * exec, to which paths are passed only as arguments ("$1"), never spliced in.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/docker/docker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "plugins/docker/tar.h"
+
+#define DOCKER_LINK_HOPS 8
+#define DOCKER_TAR_SLACK (1024u * 1024u) /* tar headers and padding */
+#define DOCKER_SCRIPT_CAP (64u * 1024u)   /* output of small scripts */
+
+/* Go's os.FileMode bits in X-Docker-Container-Path-Stat. */
+#define GO_MODE_DIR     (1u << 31)
+#define GO_MODE_SYMLINK (1u << 27)
+#define GO_MODE_TYPE    0x8F280000u /* dir|symlink|named pipe|socket|device|char|irregular */
+
+/* Exit codes of the scripts below, mapped to errors. */
+enum {
+	DOCKER_X_EXISTS = 20,
+	DOCKER_X_ISDIR = 21,
+	DOCKER_X_OWNER = 22,
+	DOCKER_X_MOVE = 23,
+	DOCKER_X_NOENT = 24,
+	DOCKER_X_NOTDIR = 25
+};
+
+/* ---- paths ---------------------------------------------------------------------- */
+
+/* Makes path absolute (relative ones are under the workspace) and drops
+ * trailing slashes, into out[SG_PATH_MAX]. */
+static int docker_abs(struct docker_ctx *ctx, const struct sg_machine *m,
+		      const char *path, char *out, struct sg_err *err)
+{
+	size_t n;
+	int w;
+
+	if (!path || !*path)
+		return ctx->host->errf(err, SG_E_INVAL, "path is empty: give a file path");
+	if (path[0] == '/')
+		w = snprintf(out, SG_PATH_MAX, "%s", path);
+	else
+		w = snprintf(out, SG_PATH_MAX, "%s/%s",
+			     m->workspace[0] ? m->workspace : DOCKER_WORKSPACE, path);
+	if (w < 0 || w >= SG_PATH_MAX)
+		return ctx->host->errf(err, SG_E_INVAL, "path is longer than %d bytes: "
+				       "%.64s...", SG_PATH_MAX - 1, path);
+	for (n = strlen(out); n > 1 && out[n - 1] == '/'; n--)
+		out[n - 1] = '\0';
+	return 0;
+}
+
+/* Splits abs into its directory (into dir[SG_PATH_MAX]) and last name. */
+static const char *docker_split(const char *abs, char *dir)
+{
+	const char *slash = strrchr(abs, '/');
+	size_t n = (size_t)(slash - abs);
+
+	if (n == 0)
+		n = 1; /* "/name" lives in "/" */
+	memcpy(dir, abs, n);
+	dir[n] = '\0';
+	return slash + 1;
+}
+
+/* Resolves a symlink target against the directory of the link. */
+static int docker_link_join(const char *link_path, const char *target, char *out)
+{
+	char dir[SG_PATH_MAX];
+	int w;
+
+	if (target[0] == '/')
+		w = snprintf(out, SG_PATH_MAX, "%s", target);
+	else {
+		docker_split(link_path, dir);
+		w = snprintf(out, SG_PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "",
+			     target);
+	}
+	return w < 0 || w >= SG_PATH_MAX ? -1 : 0;
+}
+
+/* ---- scripts run with exec --------------------------------------------------------- */
+
+/* Runs `sh -c script sg args...` in the machine, from "/", with the api
+ * timeout; res is the caller's (zeroed, released by docker_res_free). */
+static int docker_sh(struct docker_ctx *ctx, const struct sg_machine *m,
+		     const char *script, const char *const *args, size_t cap,
+		     struct sg_call *call, struct sg_exec_result *res,
+		     struct sg_err *err)
+{
+	const char *argv[8] = { "/bin/sh", "-c", script, "sg" };
+	struct docker_run r = { .argv = argv, .cwd = "/", .cap = cap, .group = true,
+				.timeout_ms = ctx->api_timeout_s * 1000u };
+	size_t i;
+
+	for (i = 0; args[i] && i + 5 < sizeof(argv) / sizeof(argv[0]); i++)
+		argv[4 + i] = args[i];
+	argv[4 + i] = NULL;
+	if (docker_run(ctx, m->id, &r, call, res, err) < 0)
+		return -1;
+	if (res->timed_out)
+		return ctx->host->errf(err, SG_E_TIMEOUT, "file operation in %.12s took "
+				       "longer than %u s ([docker] api_timeout)", m->id,
+				       ctx->api_timeout_s);
+	return 0;
+}
+
+static void docker_res_free(struct docker_ctx *ctx, struct sg_exec_result *res)
+{
+	ctx->host->buf_release(&res->out);
+	ctx->host->buf_release(&res->err);
+}
+
+/* Words a script's unexpected failure from its stderr. */
+static int docker_sh_fail(struct docker_ctx *ctx, const struct sg_exec_result *res,
+			  const char *what, const char *path, struct sg_err *err)
+{
+	char line[256];
+	int code = SG_E_IO;
+
+	docker_first_line(res->err.data ? res->err.data : "", res->err.len, line,
+			  sizeof(line));
+	if (strstr(line, "Permission denied") || strstr(line, "Operation not permitted") ||
+	    strstr(line, "Read-only file system"))
+		code = SG_E_PERM;
+	return ctx->host->errf(err, code, "%s %s failed (exit %d)%s%s", what, path,
+			       res->exit_code, *line ? ": " : "", line);
+}
+
+/* ---- stat through the archive API ---------------------------------------------------- */
+
+static int docker_b64(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/* Decodes base64 (padding optional) into a malloc'd NUL-terminated string. */
+static char *docker_unbase64(const char *in, size_t *len)
+{
+	size_t n = strlen(in), o = 0;
+	char *out = malloc(n * 3 / 4 + 4); /* caller frees */
+	unsigned acc = 0;
+	int bits = 0, v;
+
+	if (!out)
+		return NULL;
+	for (; *in && *in != '='; in++) {
+		v = docker_b64((unsigned char)*in);
+		if (v < 0) {
+			free(out);
+			return NULL;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	out[o] = '\0';
+	*len = o;
+	return out;
+}
+
+/* What HEAD .../archive says about a path (lstat: a link is a link). */
+struct docker_pstat {
+	uint32_t go_mode;
+	uint64_t size;
+	char link[SG_PATH_MAX]; /* linkTarget, "" when none */
+};
+
+/* Asks whether the container itself exists, to tell SG_E_GONE apart from a
+ * missing file after a 404. */
+static int docker_gone_or(struct docker_ctx *ctx, const struct sg_machine *m,
+			  int code, const char *msg, const char *path,
+			  struct sg_err *err)
+{
+	char p[SG_ID_MAX + 32];
+	json_t *reply = NULL;
+	long status = 0;
+	struct sg_err e;
+
+	snprintf(p, sizeof(p), "/containers/%s/json", m->id);
+	if (docker_engine_json(ctx->engine, "GET", p, NULL, &status, &reply, &e) == 0 &&
+	    status == 404) {
+		json_decref(reply);
+		return ctx->host->errf(err, SG_E_GONE, "container %.12s is gone (removed "
+				       "outside sandgate): create a new machine", m->id);
+	}
+	json_decref(reply);
+	return ctx->host->errf(err, code, "%s: %s", msg, path);
+}
+
+static int docker_parse_pstat(struct docker_ctx *ctx, const char *b64,
+			      struct docker_pstat *ps, const char *path,
+			      struct sg_err *err)
+{
+	size_t len;
+	char *text = b64 ? docker_unbase64(b64, &len) : NULL; /* freed below */
+	json_t *j = text ? json_loadb(text, len, 0, NULL) : NULL;
+	const char *link;
+	int rc = -1;
+
+	if (!j) {
+		ctx->host->errf(err, SG_E_PROTO, "docker gave no readable path stat for %s",
+				path);
+		goto out;
+	}
+	ps->go_mode = (uint32_t)json_integer_value(json_object_get(j, "mode"));
+	ps->size = (uint64_t)json_integer_value(json_object_get(j, "size"));
+	link = json_string_value(json_object_get(j, "linkTarget"));
+	snprintf(ps->link, sizeof(ps->link), "%s", link ? link : "");
+	rc = 0;
+out:
+	json_decref(j);
+	free(text);
+	return rc;
+}
+
+/* HEAD /containers/{id}/archive?path=.  Returns 0, 1 when there is no such
+ * path, -1 on error. */
+static int docker_head(struct docker_ctx *ctx, const struct sg_machine *m,
+		       const char *path, struct docker_pstat *ps, struct sg_err *err)
+{
+	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	struct docker_http rq = { .method = "HEAD", .path = url };
+	struct docker_reply rp;
+	int rc = -1;
+
+	if (!q)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", m->id, q);
+	free(q);
+	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0)
+		goto out;
+	if (rp.status == 404) {
+		rc = 1;
+		goto out;
+	}
+	if (rp.status != 200) {
+		ctx->host->errf(err, rp.status == 403 ? SG_E_PERM : SG_E_BACKEND,
+				"docker stat %s: docker answered HTTP %ld", path, rp.status);
+		goto out;
+	}
+	rc = docker_parse_pstat(ctx, rp.path_stat, ps, path, err);
+out:
+	docker_reply_free(ctx->engine, &rp);
+	return rc;
+}
+
+/* Follows symlinks from path (at most DOCKER_LINK_HOPS) into out; *ps is the
+ * stat of the last one.  Returns 0, 1 when the final path does not exist
+ * (out then names it), -1 on error. */
+static int docker_follow(struct docker_ctx *ctx, const struct sg_machine *m,
+			 const char *path, char *out, struct docker_pstat *ps,
+			 struct sg_err *err)
+{
+	char next[SG_PATH_MAX];
+	int hop, rc;
+
+	snprintf(out, SG_PATH_MAX, "%s", path);
+	for (hop = 0; hop <= DOCKER_LINK_HOPS; hop++) {
+		rc = docker_head(ctx, m, out, ps, err);
+		if (rc != 0 || !(ps->go_mode & GO_MODE_SYMLINK))
+			return rc;
+		if (!ps->link[0] || docker_link_join(out, ps->link, next) < 0)
+			break;
+		memcpy(out, next, SG_PATH_MAX);
+	}
+	return ctx->host->errf(err, SG_E_INVAL, "%s: too many or broken symbolic links",
+			       path);
+}
+
+/* ---- read ---------------------------------------------------------------------------- */
+
+/* Fetches the archive of a regular file and unpacks its bytes into out. */
+static int docker_get_file(struct docker_ctx *ctx, const struct sg_machine *m,
+			   const char *path, size_t max, struct sg_buf *out,
+			   struct sg_err *err)
+{
+	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	struct docker_http rq = { .method = "GET", .path = url,
+				  .max_body = max + DOCKER_TAR_SLACK };
+	struct docker_tar_entry ent = { 0 };
+	struct docker_reply rp;
+	int rc = -1;
+
+	if (!q)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", m->id, q);
+	free(q);
+	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0)
+		goto out;
+	if (rp.status == 404) {
+		docker_gone_or(ctx, m, SG_E_NOTFOUND, "no such file", path, err);
+		goto out;
+	}
+	if (rp.status != 200) {
+		ctx->host->errf(err, SG_E_BACKEND, "docker read %s: docker answered "
+				"HTTP %ld", path, rp.status);
+		goto out;
+	}
+	if (rp.body_capped) {
+		/* It grew between the stat and the read. */
+		ctx->host->errf(err, SG_E_TOOBIG, "%s is more than the %zu bytes allowed",
+				path, max);
+		goto out;
+	}
+	if (docker_tar_unpack_file(ctx->host, rp.body.data, rp.body.len, max, path,
+				   out, &ent, err) < 0)
+		goto out;
+	if (ent.kind != DOCKER_TAR_FILE) {
+		ctx->host->errf(err, SG_E_INVAL, "%s changed while it was read: read it "
+				"again", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(ent.link);
+	docker_reply_free(ctx->engine, &rp);
+	return rc;
+}
+
+/* Reads a whole regular file, binary safe, following symlinks.  max 0 (or
+ * more than [docker] file_cap) means file_cap. */
+int docker_file_read(struct sg_machine *m, const char *path, size_t max,
+		     struct sg_call *call, struct sg_buf *out, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX], real[SG_PATH_MAX];
+	struct docker_pstat ps;
+	int rc;
+
+	if (!ctx)
+		return -1;
+	if (max == 0 || max > ctx->file_cap)
+		max = ctx->file_cap;
+	if (docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	rc = docker_follow(ctx, m, abs, real, &ps, err);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		return docker_gone_or(ctx, m, SG_E_NOTFOUND, "no such file", abs, err);
+	if (ps.go_mode & GO_MODE_DIR)
+		return ctx->host->errf(err, SG_E_INVAL, "%s is a directory: list it "
+				       "instead of reading it", abs);
+	if (ps.go_mode & GO_MODE_TYPE)
+		return ctx->host->errf(err, SG_E_INVAL, "%s is not a regular file "
+				       "(device, pipe or socket)", abs);
+	if (ps.size > max)
+		return ctx->host->errf(err, SG_E_TOOBIG, "%s is %llu bytes, more than the "
+				       "%zu allowed: read a part of it with a command "
+				       "(head, tail, sed -n) or raise [docker] file_cap",
+				       abs, (unsigned long long)ps.size, max);
+	return docker_get_file(ctx, m, real, max, out, err);
+}
+
+/* ---- write --------------------------------------------------------------------------- */
+
+/* Moves the uploaded temp file $1 over $2, keeping an existing file's owner
+ * and mode; removes $1 on any failure.  stat -c works with GNU and busybox. */
+static const char docker_replace_sh[] =
+	"t=$1 f=$2\n"
+	"if [ -d \"$f\" ] && [ ! -L \"$f\" ]; then rm -f -- \"$t\"; exit 21; fi\n"
+	"if [ -e \"$f\" ] && [ ! -L \"$f\" ]; then\n"
+	"  s=$(stat -c '%u:%g %a' -- \"$f\") &&\n"
+	"  chown -- \"${s% *}\" \"$t\" && chmod -- \"${s#* }\" \"$t\" ||\n"
+	"    { rm -f -- \"$t\"; exit 22; }\n"
+	"fi\n"
+	"mv -f -- \"$t\" \"$f\" || { rm -f -- \"$t\"; exit 23; }\n";
+
+static const char docker_mkdir_p_sh[] =
+	"if [ -e \"$1\" ] && [ ! -d \"$1\" ]; then exit 20; fi\n"
+	"exec mkdir -p -- \"$1\"\n";
+
+/* A hidden name next to the target: ".<name>.sg-<random>". */
+static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
+			    size_t size, struct sg_err *err)
+{
+	unsigned char rnd[8];
+	size_t i;
+	int w;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return ctx->host->errf(err, SG_E_IO, "docker: no random bytes for a "
+				       "temporary name");
+	/* 180 bytes of the name keep the whole under NAME_MAX (255). */
+	w = snprintf(out, size, ".%.180s.sg-", base);
+	for (i = 0; i < sizeof(rnd) && w > 0 && (size_t)w + 3 < size; i++)
+		w += snprintf(out + w, size - (size_t)w, "%02x", rnd[i]);
+	return 0;
+}
+
+/* PUTs the tar into dir.  Returns 0, 1 when dir does not exist, -1 on error. */
+static int docker_put(struct docker_ctx *ctx, const struct sg_machine *m,
+		      const char *dir, const struct sg_buf *tar, struct sg_err *err)
+{
+	char *q = docker_engine_escape(dir), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	struct docker_http rq = { .method = "PUT", .path = url, .body = tar->data,
+				  .body_len = tar->len,
+				  .content_type = "application/x-tar" };
+	struct docker_reply rp;
+	json_t *j = NULL;
+	int rc = -1;
+
+	if (!q)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	/* copyUIDGID: the new file belongs to the container's user, not to
+	 * whoever the tar header names. */
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s&copyUIDGID=1",
+		 m->id, q);
+	free(q);
+	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0)
+		goto out;
+	if (rp.status == 200) {
+		rc = 0;
+		goto out;
+	}
+	if (rp.status == 404) {
+		rc = 1;
+		goto out;
+	}
+	if (rp.body.len)
+		j = json_loadb(rp.body.data, rp.body.len, 0, NULL);
+	if (rp.status == 400)
+		ctx->host->errf(err, SG_E_INVAL, "cannot write into %s: it is not a "
+				"directory", dir);
+	else
+		docker_engine_fail(ctx->engine, err,
+				   rp.status == 403 ? SG_E_PERM : SG_E_BACKEND,
+				   "docker upload", rp.status, j);
+out:
+	json_decref(j);
+	docker_reply_free(ctx->engine, &rp);
+	return rc;
+}
+
+/* Uploads the tar into dir, creating dir (mkdir -p, as the container's user)
+ * when it is missing and mkdir is allowed. */
+static int docker_upload(struct docker_ctx *ctx, const struct sg_machine *m,
+			 const char *dir, const struct sg_buf *tar, bool mkdir,
+			 struct sg_call *call, struct sg_err *err)
+{
+	const char *args[] = { dir, NULL };
+	struct sg_exec_result res;
+	int rc;
+
+	rc = docker_put(ctx, m, dir, tar, err);
+	if (rc <= 0)
+		return rc;
+	if (!mkdir)
+		return docker_gone_or(ctx, m, SG_E_NOTFOUND, "no such directory", dir, err);
+	memset(&res, 0, sizeof(res));
+	rc = docker_sh(ctx, m, docker_mkdir_p_sh, args, DOCKER_SCRIPT_CAP, call, &res, err);
+	if (rc == 0 && res.exit_code == DOCKER_X_EXISTS)
+		rc = ctx->host->errf(err, SG_E_EXISTS, "cannot create directory %s: a "
+				     "file of that name exists", dir);
+	else if (rc == 0 && res.exit_code != 0)
+		rc = docker_sh_fail(ctx, &res, "mkdir -p", dir, err);
+	docker_res_free(ctx, &res);
+	if (rc < 0)
+		return -1;
+	rc = docker_put(ctx, m, dir, tar, err);
+	return rc > 0 ? ctx->host->errf(err, SG_E_NOTFOUND, "no such directory: %s",
+					dir) : rc;
+}
+
+/* Renames the uploaded temp over the target in one exec. */
+static int docker_replace(struct docker_ctx *ctx, const struct sg_machine *m,
+			  const char *tmp, const char *target, struct sg_call *call,
+			  struct sg_err *err)
+{
+	const char *args[] = { tmp, target, NULL };
+	struct sg_exec_result res;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	rc = docker_sh(ctx, m, docker_replace_sh, args, DOCKER_SCRIPT_CAP, call, &res, err);
+	if (rc < 0)
+		goto out;
+	switch (res.exit_code) {
+	case 0:
+		break;
+	case DOCKER_X_ISDIR:
+		rc = ctx->host->errf(err, SG_E_INVAL, "%s is a directory: give a file "
+				     "path", target);
+		break;
+	case DOCKER_X_OWNER:
+		rc = docker_sh_fail(ctx, &res, "keeping the owner and mode of", target, err);
+		break;
+	default:
+		rc = docker_sh_fail(ctx, &res, "replacing", target, err);
+		break;
+	}
+out:
+	docker_res_free(ctx, &res);
+	return rc;
+}
+
+/* Best effort: the replace script removes its temp itself, this covers an
+ * exec that never ran. */
+static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
+			     const char *tmp)
+{
+	static const char rm_sh[] = "exec rm -f -- \"$1\"";
+	const char *args[] = { tmp, NULL };
+	struct sg_exec_result res;
+	struct sg_err e;
+
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0)
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "could not remove the "
+			       "temporary file of a failed write in %.12s: %s", m->id,
+			       e.msg);
+	docker_res_free(ctx, &res);
+}
+
+/* Atomic replace: upload as a temp name in the same directory, then rename
+ * over the target, which keeps its owner and mode.  A symlink is written
+ * through (its target is replaced, the link stays). */
+int docker_file_write(struct sg_machine *m, const char *path, const void *data,
+		      size_t len, const struct sg_write_opts *opts,
+		      struct sg_call *call, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX], real[SG_PATH_MAX], dir[SG_PATH_MAX], tmp[256];
+	char tmp_path[SG_PATH_MAX + 256];
+	struct sg_buf tar = { 0 };
+	struct docker_pstat ps;
+	const char *base;
+	unsigned mode = opts && opts->mode ? opts->mode & 07777 : 0644;
+	int rc = -1, found;
+
+	if (!ctx)
+		return -1;
+	if (len > ctx->file_cap)
+		return ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than the %zu "
+				       "a write may move ([docker] file_cap)", len,
+				       ctx->file_cap);
+	if (docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	found = docker_follow(ctx, m, abs, real, &ps, err);
+	if (found < 0)
+		return -1;
+	if (found == 0 && (ps.go_mode & GO_MODE_DIR))
+		return ctx->host->errf(err, SG_E_INVAL, "%s is a directory: give a file "
+				       "path", abs);
+	base = docker_split(real, dir);
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return ctx->host->errf(err, SG_E_INVAL, "%s does not name a file", abs);
+	if (docker_temp_name(ctx, base, tmp, sizeof(tmp), err) < 0)
+		return -1;
+	snprintf(tmp_path, sizeof(tmp_path), "%s/%s", strcmp(dir, "/") ? dir : "", tmp);
+	if (docker_tar_pack_file(ctx->host, tmp, data, len, mode, &tar, err) < 0)
+		goto out;
+	if (docker_upload(ctx, m, dir, &tar, !(opts && opts->no_mkdir), call, err) < 0)
+		goto out;
+	if (docker_replace(ctx, m, tmp_path, real, call, err) < 0) {
+		if (err && (err->code == SG_E_CANCELLED || err->code == SG_E_TIMEOUT ||
+			    err->code == SG_E_IO))
+			docker_drop_temp(ctx, m, tmp_path);
+		goto out;
+	}
+	rc = 0;
+out:
+	ctx->host->buf_release(&tar);
+	return rc;
+}
+
+/* ---- list ------------------------------------------------------------------------------ */
+
+/* Entries of $1 as NUL-separated name, type, size, mode, mtime. */
+static const char docker_list_sh[] =
+	"if [ ! -e \"$1\" ]; then exit 24; fi\n"
+	"if [ ! -d \"$1\" ]; then exit 25; fi\n"
+	"exec find -H \"$1\" -mindepth 1 -maxdepth 1 -printf '%P\\0%y\\0%s\\0%m\\0%T@\\0'\n";
+
+static const char *docker_type_name(char y)
+{
+	switch (y) {
+	case 'f':
+		return "file";
+	case 'd':
+		return "dir";
+	case 'l':
+		return "symlink";
+	default:
+		return "other";
+	}
+}
+
+/* A JSON string of bytes that may not be UTF-8: invalid bytes become '?'. */
+static json_t *docker_json_name(const char *s)
+{
+	json_t *j = json_string(s);
+	char *copy;
+	size_t i;
+
+	if (j)
+		return j;
+	copy = strdup(s); /* freed below */
+	if (!copy)
+		return NULL;
+	for (i = 0; copy[i]; i++)
+		if ((unsigned char)copy[i] >= 0x80)
+			copy[i] = '?';
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
+static json_t *docker_list_entry(const char *dir, const char *f[5])
+{
+	char full[SG_PATH_MAX * 2];
+
+	snprintf(full, sizeof(full), "%s/%s", strcmp(dir, "/") ? dir : "", f[0]);
+	return json_pack("{s:o, s:o, s:s, s:I, s:i, s:I}",
+			 "name", docker_json_name(f[0]),
+			 "path", docker_json_name(full),
+			 "type", docker_type_name(f[1][0]),
+			 "size", (json_int_t)strtoll(f[2], NULL, 10),
+			 "mode", (int)strtol(f[3], NULL, 8),
+			 "mtime", (json_int_t)strtod(f[4], NULL));
+}
+
+static int docker_by_name(const void *a, const void *b)
+{
+	const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+	const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+
+	return strcmp(x ? x : "", y ? y : "");
+}
+
+/* Turns find's NUL-separated records into a JSON array sorted by name. */
+static json_t *docker_parse_list(const char *dir, const char *p, size_t len)
+{
+	const char *end = p + len, *f[5];
+	json_t *arr = json_array(), **v = NULL, *e;
+	size_t n = 0, i, k;
+
+	while (arr && p < end) {
+		for (k = 0; k < 5 && p < end; k++) {
+			f[k] = p;
+			p += strnlen(p, (size_t)(end - p)) + 1;
+		}
+		if (k < 5 || p > end)
+			break; /* a cut record (never from find) */
+		e = docker_list_entry(dir, f);
+		if (!e || json_array_append_new(arr, e) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	if (!arr || json_array_size(arr) < 2)
+		return arr;
+	/* Sort: find returns directory order, callers want a stable list. */
+	n = json_array_size(arr);
+	v = malloc(n * sizeof(*v)); /* freed below */
+	if (!v) {
+		json_decref(arr);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(arr, i));
+	qsort(v, n, sizeof(*v), docker_by_name);
+	json_array_clear(arr);
+	for (i = 0; i < n; i++)
+		json_array_append_new(arr, v[i]);
+	free(v);
+	return arr;
+}
+
+/* Lists a directory: array of {name, path, type, size, mode, mtime}. */
+int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *call,
+		     json_t **entries, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX];
+	const char *args[] = { abs, NULL };
+	struct sg_exec_result res;
+	int rc = -1;
+
+	*entries = NULL;
+	if (!ctx)
+		return -1;
+	if (docker_abs(ctx, m, path && *path ? path : m->workspace, abs, err) < 0)
+		return -1;
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, docker_list_sh, args, ctx->file_cap, call, &res, err) < 0)
+		goto out;
+	if (res.exit_code == DOCKER_X_NOENT) {
+		ctx->host->errf(err, SG_E_NOTFOUND, "no such directory: %s", abs);
+		goto out;
+	}
+	if (res.exit_code == DOCKER_X_NOTDIR) {
+		ctx->host->errf(err, SG_E_INVAL, "%s is not a directory: read it instead",
+				abs);
+		goto out;
+	}
+	if (res.exit_code != 0) {
+		docker_sh_fail(ctx, &res, "listing", abs, err);
+		goto out;
+	}
+	if (res.out_truncated) {
+		ctx->host->errf(err, SG_E_TOOBIG, "%s has too many entries to list "
+				"(more than %zu bytes): list it with a command", abs,
+				ctx->file_cap);
+		goto out;
+	}
+	*entries = docker_parse_list(abs, res.out.data ? res.out.data : "", res.out.len);
+	if (!*entries) {
+		ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	docker_res_free(ctx, &res);
+	return rc;
+}
+
+/* ---- stat, mkdir, remove ------------------------------------------------------------------ */
+
+/* lstat of $1: raw mode (hex, with type bits), size, mtime, uid, gid. */
+static const char docker_stat_sh[] =
+	"if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
+	"exec stat -c '%f %s %Y %u %g' -- \"$1\"\n";
+
+static int docker_type_of(unsigned long raw)
+{
+	switch (raw & 0170000) {
+	case 0100000:
+		return SG_FT_FILE;
+	case 0040000:
+		return SG_FT_DIR;
+	case 0120000:
+		return SG_FT_SYMLINK;
+	default:
+		return SG_FT_OTHER;
+	}
+}
+
+/* Stats the path itself (a link is a link) with one exec, for the owner. */
+int docker_file_stat(struct sg_machine *m, const char *path, struct sg_call *call,
+		     struct sg_stat *st, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX];
+	const char *args[] = { abs, NULL };
+	struct sg_exec_result res;
+	unsigned long raw, uid, gid;
+	unsigned long long size;
+	long long mtime;
+	int rc = -1;
+
+	if (!ctx)
+		return -1;
+	if (docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, docker_stat_sh, args, DOCKER_SCRIPT_CAP, call, &res, err) < 0)
+		goto out;
+	if (res.exit_code == DOCKER_X_NOENT) {
+		ctx->host->errf(err, SG_E_NOTFOUND, "no such file or directory: %s", abs);
+		goto out;
+	}
+	if (res.exit_code != 0) {
+		docker_sh_fail(ctx, &res, "stat", abs, err);
+		goto out;
+	}
+	if (!res.out.data || sscanf(res.out.data, "%lx %llu %lld %lu %lu", &raw, &size,
+				    &mtime, &uid, &gid) != 5) {
+		ctx->host->errf(err, SG_E_PROTO, "stat %s: unexpected output from stat",
+				abs);
+		goto out;
+	}
+	memset(st, 0, sizeof(*st));
+	st->type = docker_type_of(raw);
+	st->size = size;
+	st->mode = (uint32_t)(raw & 07777);
+	st->mtime = mtime;
+	st->uid = (uint32_t)uid;
+	st->gid = (uint32_t)gid;
+	rc = 0;
+out:
+	docker_res_free(ctx, &res);
+	return rc;
+}
+
+static const char docker_mkdir_sh[] =
+	"if [ -e \"$1\" ] || [ -L \"$1\" ]; then exit 20; fi\n"
+	"if [ ! -d \"$(dirname -- \"$1\")\" ]; then exit 24; fi\n"
+	"exec mkdir -- \"$1\"\n";
+
+/* mkdir (-p when parents: an existing directory is then success). */
+int docker_file_mkdir(struct sg_machine *m, const char *path, bool parents,
+		      struct sg_call *call, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX];
+	const char *args[] = { abs, NULL };
+	struct sg_exec_result res;
+	int rc = -1;
+
+	if (!ctx)
+		return -1;
+	if (docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, parents ? docker_mkdir_p_sh : docker_mkdir_sh, args,
+		      DOCKER_SCRIPT_CAP, call, &res, err) < 0)
+		goto out;
+	switch (res.exit_code) {
+	case 0:
+		rc = 0;
+		break;
+	case DOCKER_X_EXISTS:
+		ctx->host->errf(err, SG_E_EXISTS, parents ?
+				"%s exists and is not a directory" : "%s already exists",
+				abs);
+		break;
+	case DOCKER_X_NOENT:
+		ctx->host->errf(err, SG_E_NOTFOUND, "the parent directory of %s does not "
+				"exist: create parents too", abs);
+		break;
+	default:
+		docker_sh_fail(ctx, &res, "mkdir", abs, err);
+		break;
+	}
+out:
+	docker_res_free(ctx, &res);
+	return rc;
+}
+
+static const char docker_remove_sh[] =
+	"if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
+	"if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then\n"
+	"  [ \"$2\" = 1 ] || exit 21\n"
+	"  exec rm -rf -- \"$1\"\n"
+	"fi\n"
+	"exec rm -f -- \"$1\"\n";
+
+/* rm -f, or rm -rf when recursive; a missing path is SG_E_NOTFOUND so a
+ * mistyped path does not pass silently. */
+int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
+		       struct sg_call *call, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	char abs[SG_PATH_MAX];
+	const char *args[] = { abs, recursive ? "1" : "0", NULL };
+	struct sg_exec_result res;
+	int rc = -1;
+
+	if (!ctx)
+		return -1;
+	if (docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	if (strcmp(abs, "/") == 0)
+		return ctx->host->errf(err, SG_E_INVAL, "refusing to remove /: destroy the "
+				       "machine instead");
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, docker_remove_sh, args, DOCKER_SCRIPT_CAP, call, &res,
+		      err) < 0)
+		goto out;
+	switch (res.exit_code) {
+	case 0:
+		rc = 0;
+		break;
+	case DOCKER_X_NOENT:
+		ctx->host->errf(err, SG_E_NOTFOUND, "no such file or directory: %s", abs);
+		break;
+	case DOCKER_X_ISDIR:
+		ctx->host->errf(err, SG_E_INVAL, "%s is a directory: remove it with "
+				"recursive", abs);
+		break;
+	default:
+		docker_sh_fail(ctx, &res, "rm", abs, err);
+		break;
+	}
+out:
+	docker_res_free(ctx, &res);
+	return rc;
+}

@@ -1,0 +1,453 @@
+/*
+ * Machines are containers: created from a template's local image, labelled so
+ * sandgate can find its own again (attach, list, the reaper), removed with
+ * their volumes.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/docker/docker.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Keeps the container alive whatever the image's entrypoint; docker-init
+ * (HostConfig.Init) is PID 1 above it and reaps orphaned processes.  The loop
+ * covers a sleep that has no "infinity". */
+#define DOCKER_IDLE_SCRIPT \
+	"mkdir -p " DOCKER_WORKSPACE " 2>/dev/null; sleep infinity 2>/dev/null; " \
+	"while :; do sleep 86400; done"
+
+static void docker_progress(struct docker_ctx *ctx, struct sg_call *call,
+			    double step, const char *msg)
+{
+	if (call)
+		ctx->host->progress(call, step, 3, msg);
+}
+
+static int docker_handle_new(struct docker_ctx *ctx, struct sg_machine *m,
+			     struct sg_err *err)
+{
+	struct docker_machine *dm = calloc(1, sizeof(*dm)); /* docker_machine_release() */
+
+	if (!dm)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	dm->ctx = ctx;
+	m->handle = dm;
+	return 0;
+}
+
+static void docker_copy(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+/* The container's address: the default bridge IP, else the first network's. */
+static const char *docker_ip_of(const json_t *info)
+{
+	const json_t *ns = json_object_get(info, "NetworkSettings"), *net;
+	const char *ip = json_string_value(json_object_get(ns, "IPAddress")), *key;
+
+	if (ip && *ip)
+		return ip;
+	json_object_foreach((json_t *)json_object_get(ns, "Networks"), key, net) {
+		ip = json_string_value(json_object_get(net, "IPAddress"));
+		if (ip && *ip)
+			return ip;
+	}
+	return NULL;
+}
+
+/* Fills m from a container inspect answer. */
+static void docker_fill(struct sg_machine *m, const json_t *info)
+{
+	const json_t *config = json_object_get(info, "Config");
+	const json_t *labels = json_object_get(config, "Labels");
+	const char *wd = json_string_value(json_object_get(config, "WorkingDir"));
+	const char *tmpl = json_string_value(json_object_get(labels, DOCKER_LABEL_TEMPLATE));
+	const char *ip = docker_ip_of(info);
+
+	docker_copy(m->id, sizeof(m->id), json_string_value(json_object_get(info, "Id")));
+	docker_copy(m->workspace, sizeof(m->workspace),
+		    wd && *wd ? wd : DOCKER_WORKSPACE);
+	if (tmpl && *tmpl)
+		docker_copy(m->template_name, sizeof(m->template_name), tmpl);
+	if (ip)
+		snprintf(m->url, sizeof(m->url), "http://%s", ip);
+	else
+		m->url[0] = '\0';
+}
+
+/* GET /containers/{id}/json.  *info is the caller's reference. */
+static int docker_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
+			  struct sg_err *err)
+{
+	char *eid = docker_engine_escape(id), path[SG_ID_MAX * 3 + 32];
+	long status;
+	int rc = -1;
+
+	*info = NULL;
+	if (!eid)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	snprintf(path, sizeof(path), "/containers/%s/json", eid);
+	free(eid);
+	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, info, err) < 0)
+		return -1;
+	if (status == 404)
+		ctx->host->errf(err, SG_E_NOTFOUND, "no container %s on this docker "
+				"daemon: check the id with docker ps -a", id);
+	else if (status != 200)
+		docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker inspect",
+				   status, *info);
+	else
+		rc = 0;
+	if (rc < 0) {
+		json_decref(*info);
+		*info = NULL;
+	}
+	return rc;
+}
+
+/* ---- create ----------------------------------------------------------------------- */
+
+static int docker_label(json_t *labels, const char *key, const char *value)
+{
+	return json_object_set_new(labels, key, json_string(value ? value : ""));
+}
+
+static json_t *docker_labels(const struct sg_create_req *req, const char *tmpl)
+{
+	json_t *l = json_object();
+	char num[32];
+	int bad = 0;
+
+	if (!l)
+		return NULL;
+	bad |= docker_label(l, DOCKER_LABEL_MANAGED, "1");
+	bad |= docker_label(l, DOCKER_LABEL_OWNER, req->owner);
+	/* Only the hash: a raw session id would let anyone with docker ps
+	 * act as the session. */
+	bad |= docker_label(l, DOCKER_LABEL_SESSION, req->session_hash);
+	snprintf(num, sizeof(num), "%lld", (long long)time(NULL));
+	bad |= docker_label(l, DOCKER_LABEL_CREATED, num);
+	snprintf(num, sizeof(num), "%u", req->lifetime_s);
+	bad |= docker_label(l, DOCKER_LABEL_LIFETIME, num);
+	bad |= docker_label(l, DOCKER_LABEL_PERSISTENT, req->persistent ? "1" : "0");
+	bad |= docker_label(l, DOCKER_LABEL_TEMPLATE, tmpl);
+	if (req->name)
+		bad |= docker_label(l, DOCKER_LABEL_NAME, req->name);
+	if (bad) {
+		json_decref(l);
+		return NULL;
+	}
+	return l;
+}
+
+static json_t *docker_create_body(const struct sg_create_req *req,
+				  const char *tmpl, const char *image)
+{
+	json_t *body, *env, *labels = docker_labels(req, tmpl);
+	size_t i;
+
+	if (!labels)
+		return NULL;
+	body = json_pack("{s:s, s:[sss], s:s, s:b, s:b, s:o, s:{s:b}}",
+			 "Image", image,
+			 "Entrypoint", "/bin/sh", "-c", DOCKER_IDLE_SCRIPT,
+			 "WorkingDir", DOCKER_WORKSPACE,
+			 "Tty", 0, "OpenStdin", 0,
+			 "Labels", labels,
+			 "HostConfig", "Init", 1);
+	if (!body || !req->env)
+		return body;
+	env = json_array();
+	if (json_object_set_new(body, "Env", env) < 0)
+		goto fail;
+	for (i = 0; req->env[i]; i++)
+		if (json_array_append_new(env, json_string(req->env[i])) < 0)
+			goto fail;
+	return body;
+fail:
+	json_decref(body);
+	return NULL;
+}
+
+/* Maps a failed POST /containers/create; a missing image says how to get it. */
+static int docker_create_fail(struct docker_ctx *ctx, const char *tmpl,
+			      const char *image, long status, const json_t *reply,
+			      struct sg_err *err)
+{
+	if (status == 404 && strcmp(tmpl, "base") == 0)
+		return ctx->host->errf(err, SG_E_NOTFOUND,
+				       "image %s (template base) is not on this docker "
+				       "daemon: build it with `make image` "
+				       "(etc/image/build.sh); sandgate never pulls", image);
+	if (status == 404)
+		return ctx->host->errf(err, SG_E_NOTFOUND,
+				       "image %s (template %s) is not on this docker "
+				       "daemon: build or load it (docker build / docker "
+				       "load), sandgate never pulls", image, tmpl);
+	return docker_engine_fail(ctx->engine, err, SG_E_BACKEND,
+				  "docker create", status, reply);
+}
+
+/* POST /containers/create; copies the new id into id. */
+static int docker_create_container(struct docker_ctx *ctx,
+				   const struct sg_create_req *req,
+				   const char *tmpl, const char *image, char *id,
+				   size_t size, struct sg_err *err)
+{
+	json_t *body = docker_create_body(req, tmpl, image), *reply = NULL;
+	const char *cid;
+	long status;
+	int rc = -1;
+
+	if (!body)
+		return ctx->host->errf(err, SG_E_INVAL, "docker create: env, owner, "
+				       "name or template is not valid UTF-8 text");
+	if (docker_engine_json(ctx->engine, "POST", "/containers/create", body,
+			       &status, &reply, err) < 0)
+		goto out;
+	if (status != 201) {
+		docker_create_fail(ctx, tmpl, image, status, reply, err);
+		goto out;
+	}
+	cid = json_string_value(json_object_get(reply, "Id"));
+	if (!cid || strlen(cid) >= size) {
+		ctx->host->errf(err, SG_E_PROTO, "docker create gave no container id");
+		goto out;
+	}
+	strcpy(id, cid);
+	rc = 0;
+out:
+	json_decref(body);
+	json_decref(reply);
+	return rc;
+}
+
+static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+{
+	char path[SG_ID_MAX + 32];
+	json_t *reply = NULL;
+	long status;
+	int rc;
+
+	snprintf(path, sizeof(path), "/containers/%s/start", id);
+	if (docker_engine_json(ctx->engine, "POST", path, NULL, &status, &reply, err) < 0)
+		return -1;
+	/* 304: already running. */
+	rc = status == 204 || status == 304 ? 0 :
+	     docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker start",
+				status, reply);
+	json_decref(reply);
+	return rc;
+}
+
+/* DELETE ?force=1&v=1; a container already gone is success. */
+static int docker_remove(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+{
+	char path[SG_ID_MAX + 48];
+	json_t *reply = NULL;
+	long status;
+	int rc;
+
+	snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
+	if (docker_engine_json(ctx->engine, "DELETE", path, NULL, &status, &reply, err) < 0)
+		return -1;
+	/* 409 "removal already in progress": someone else is removing it. */
+	rc = status == 204 || status == 404 || status == 409 ? 0 :
+	     docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker rm",
+				status, reply);
+	json_decref(reply);
+	return rc;
+}
+
+/* Creates and starts a container from the template's image and fills m.  A
+ * container that fails to start is removed again. */
+int docker_machine_create(void *priv, const struct sg_create_req *req,
+			  struct sg_call *call, struct sg_machine *m,
+			  struct sg_err *err)
+{
+	struct docker_ctx *ctx = priv;
+	const char *tmpl = req && req->template_name ? req->template_name :
+			   ctx->default_template;
+	char image[512], id[SG_ID_MAX];
+	json_t *info = NULL;
+	struct sg_err ignore;
+
+	if (!req)
+		return ctx->host->errf(err, SG_E_INVAL, "docker create: no request");
+	if (docker_template_image(ctx, tmpl, image, sizeof(image)) < 0)
+		return ctx->host->errf(err, SG_E_NOTFOUND,
+				       "no docker template %s: add [docker] template.%s = "
+				       "<image> to the config (built in: base)", tmpl, tmpl);
+	docker_progress(ctx, call, 0, "creating container");
+	if (docker_create_container(ctx, req, tmpl, image, id, sizeof(id), err) < 0)
+		return -1;
+	docker_progress(ctx, call, 1, "starting container");
+	if (docker_start(ctx, id, err) < 0)
+		goto fail;
+	docker_progress(ctx, call, 2, "inspecting container");
+	if (docker_inspect(ctx, id, &info, err) < 0)
+		goto fail;
+	if (docker_handle_new(ctx, m, err) < 0)
+		goto fail;
+	docker_fill(m, info);
+	docker_copy(m->template_name, sizeof(m->template_name), tmpl);
+	json_decref(info);
+	docker_progress(ctx, call, 3, "container ready");
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "created container %.12s from %s",
+		       m->id, image);
+	return 0;
+fail:
+	json_decref(info);
+	if (docker_remove(ctx, id, &ignore) < 0)
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
+			       "removing half-made container %.12s failed: %s", id,
+			       ignore.msg);
+	return -1;
+}
+
+/* ---- attach, destroy, release ------------------------------------------------------ */
+
+/* Binds m to container id when sandgate made it (label managed=1); a stopped
+ * one (host reboot) is started again. */
+int docker_machine_attach(void *priv, const char *id, struct sg_call *call,
+			  struct sg_machine *m, struct sg_err *err)
+{
+	struct docker_ctx *ctx = priv;
+	const json_t *labels, *state;
+	json_t *info = NULL;
+	const char *managed;
+	int rc = -1;
+
+	if (!id || !*id)
+		return ctx->host->errf(err, SG_E_INVAL, "docker attach: no container id");
+	if (docker_inspect(ctx, id, &info, err) < 0)
+		return -1;
+	labels = json_object_get(json_object_get(info, "Config"), "Labels");
+	managed = json_string_value(json_object_get(labels, DOCKER_LABEL_MANAGED));
+	if (!managed || strcmp(managed, "1") != 0) {
+		ctx->host->errf(err, SG_E_NOTFOUND, "container %s was not made by "
+				"sandgate (no %s=1 label): sandgate only adopts its own",
+				id, DOCKER_LABEL_MANAGED);
+		goto out;
+	}
+	state = json_object_get(info, "State");
+	if (!json_is_true(json_object_get(state, "Running"))) {
+		const char *cid = json_string_value(json_object_get(info, "Id"));
+
+		if (!cid || docker_start(ctx, cid, err) < 0) {
+			ctx->host->errf(err, SG_E_GONE, "container %s is stopped and does not "
+					"start again: destroy it and create a new machine", id);
+			goto out;
+		}
+		json_decref(info);
+		if (docker_inspect(ctx, cid, &info, err) < 0)
+			return -1;
+	}
+	if (docker_handle_new(ctx, m, err) < 0)
+		goto out;
+	docker_fill(m, info);
+	rc = 0;
+out:
+	json_decref(info);
+	return rc;
+}
+
+/* Removes the container with its anonymous volumes; execs die with it. */
+int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
+			   struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+
+	if (!ctx)
+		return -1;
+	if (docker_remove(ctx, m->id, err) < 0)
+		return -1;
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %.12s", m->id);
+	return 0;
+}
+
+void docker_machine_release(struct sg_machine *m)
+{
+	if (!m)
+		return;
+	free(m->handle);
+	m->handle = NULL;
+}
+
+/* ---- list ------------------------------------------------------------------------ */
+
+static int64_t docker_label_int(const json_t *labels, const char *key)
+{
+	const char *v = json_string_value(json_object_get(labels, key));
+
+	return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static void docker_entry_fill(struct sg_machine_entry *e, const json_t *c)
+{
+	const json_t *labels = json_object_get(c, "Labels");
+	const char *state = json_string_value(json_object_get(c, "State"));
+	int64_t lifetime = docker_label_int(labels, DOCKER_LABEL_LIFETIME);
+
+	memset(e, 0, sizeof(*e));
+	docker_copy(e->id, sizeof(e->id), json_string_value(json_object_get(c, "Id")));
+	docker_copy(e->owner, sizeof(e->owner),
+		    json_string_value(json_object_get(labels, DOCKER_LABEL_OWNER)));
+	docker_copy(e->session_hash, sizeof(e->session_hash),
+		    json_string_value(json_object_get(labels, DOCKER_LABEL_SESSION)));
+	e->created = docker_label_int(labels, DOCKER_LABEL_CREATED);
+	if (e->created == 0)
+		e->created = json_integer_value(json_object_get(c, "Created"));
+	e->lifetime_s = lifetime > 0 && lifetime <= UINT32_MAX ? (unsigned)lifetime : 0;
+	e->running = state && strcmp(state, "running") == 0;
+	e->persistent = docker_label_int(labels, DOCKER_LABEL_PERSISTENT) == 1;
+}
+
+/* Lists every container with the managed label, running or not. */
+int docker_machine_list(void *priv, struct sg_call *call,
+			struct sg_machine_entry **entries, size_t *n,
+			struct sg_err *err)
+{
+	struct docker_ctx *ctx = priv;
+	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_MANAGED "=1\"]}");
+	char path[256];
+	json_t *reply = NULL, *c;
+	long status;
+	size_t i;
+	int rc = -1;
+
+	*entries = NULL;
+	*n = 0;
+	if (!filter)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
+	free(filter);
+	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, err) < 0)
+		return -1;
+	if (status != 200 || !json_is_array(reply)) {
+		docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker ps", status,
+				   reply);
+		goto out;
+	}
+	if (json_array_size(reply) > 0) {
+		/* The caller frees with free(). */
+		*entries = calloc(json_array_size(reply), sizeof(**entries));
+		if (!*entries) {
+			ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+			goto out;
+		}
+	}
+	json_array_foreach(reply, i, c)
+		docker_entry_fill(&(*entries)[(*n)++], c);
+	rc = 0;
+out:
+	json_decref(reply);
+	return rc;
+}

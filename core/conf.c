@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stdatomic.h>
+
 #include <ini.h>
 
 #include "core/conf.h"
@@ -36,7 +38,10 @@ struct cfg_section_keys {
 extern char **environ;
 
 static struct cfg_entry *entries;      /* file and --set, in order */
-static struct cfg_section_keys *known; /* registered key tables */
+/* Registered key tables.  Backends register theirs on the startup thread
+ * while the transport already reads values: the list only grows at its head
+ * and each node is complete before it is published. */
+static struct cfg_section_keys *_Atomic known;
 static char *file_path;
 static mode_t file_mode;
 
@@ -183,8 +188,8 @@ void sg_config_register(const char *section, const struct sg_config_key *keys)
 
 	s->section = section;
 	s->keys = keys;
-	s->next = known;
-	known = s;
+	s->next = atomic_load(&known);
+	atomic_store_explicit(&known, s, memory_order_release);
 }
 
 void sg_config_env_name(const char *section, const char *key, char *out, size_t n)
@@ -221,7 +226,7 @@ static bool key_matches(const char *pattern, const char *key)
  * table registered as "ssh.target.*". */
 static const struct cfg_section_keys *find_section(const char *section)
 {
-	for (const struct cfg_section_keys *s = known; s; s = s->next) {
+	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire); s; s = s->next) {
 		size_t n = strlen(s->section);
 
 		if (strcmp(s->section, section) == 0)
@@ -402,7 +407,7 @@ int sg_config_validate(struct sg_err *err)
 			return -1;
 	}
 	/* Values from SANDGATE_* variables of registered keys. */
-	for (const struct cfg_section_keys *s = known; s; s = s->next) {
+	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire); s; s = s->next) {
 		if (strchr(s->section, '*'))
 			continue;
 		for (const struct sg_config_key *k = s->keys; k->key; k++) {
@@ -508,10 +513,8 @@ void sg_config_reset(void)
 		free(e->value);
 		free(e);
 	}
-	while (known) {
-		struct cfg_section_keys *s = known;
-
-		known = s->next;
+	for (struct cfg_section_keys *s = atomic_exchange(&known, NULL), *n; s; s = n) {
+		n = s->next;
 		free(s);
 	}
 	free(file_path);

@@ -19,20 +19,21 @@
 
 static struct sg_entry *registry;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Adoption runs beside the first requests; lookups wait for it so an
- * explicit id of an orphan is found right after a restart. */
-static pthread_mutex_t adopt_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t adopt_cond = PTHREAD_COND_INITIALIZER;
-static bool adopting;
-static pthread_t adopt_thread;
-static bool adopt_thread_started;
+/* Backends load and orphans are adopted beside the first requests (cold
+ * start); lookups and creations wait until that is done, so an explicit id
+ * of an orphan is found right after a restart. */
+static pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_cond = PTHREAD_COND_INITIALIZER;
+static bool starting;
+static pthread_t start_thread;
+static bool start_thread_started;
 
-static void wait_adoption(void)
+static void wait_ready(void)
 {
-	pthread_mutex_lock(&adopt_lock);
-	while (adopting)
-		pthread_cond_wait(&adopt_cond, &adopt_lock);
-	pthread_mutex_unlock(&adopt_lock);
+	pthread_mutex_lock(&ready_lock);
+	while (starting)
+		pthread_cond_wait(&ready_cond, &ready_lock);
+	pthread_mutex_unlock(&ready_lock);
 }
 static char owner_label[SG_ID_MAX];
 static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
@@ -177,7 +178,7 @@ struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_
 	size_t n = strlen(id);
 	int matches = 0;
 
-	wait_adoption();
+	wait_ready();
 	pthread_mutex_lock(&reg_lock);
 	for (struct sg_entry *e = registry; e; e = e->next) {
 		if (!visible(e, s))
@@ -223,6 +224,7 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 	struct sg_plugin *p;
 	struct sg_entry *e;
 
+	wait_ready();
 	if (!backend)
 		backend = sg_config_get("sandbox", "default_backend");
 	p = sg_plugin_find(backend);
@@ -537,32 +539,34 @@ int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_c
 	return 0;
 }
 
-static void *adopt_main(void *arg)
+static void *start_main(void *arg)
 {
-	(void)arg;
-	sg_machine_adopt_orphans();
-	pthread_mutex_lock(&adopt_lock);
-	adopting = false;
-	pthread_cond_broadcast(&adopt_cond);
-	pthread_mutex_unlock(&adopt_lock);
+	void (*fn)(void) = (void (*)(void))arg;
+
+	fn();
+	pthread_mutex_lock(&ready_lock);
+	starting = false;
+	pthread_cond_broadcast(&ready_cond);
+	pthread_mutex_unlock(&ready_lock);
 	return NULL;
 }
 
-int sg_machine_adopt_orphans_async(void)
+int sg_machine_start_async(void (*fn)(void))
 {
-	adopting = true;
-	if (pthread_create(&adopt_thread, NULL, adopt_main, NULL) != 0) {
-		adopting = false;
+	starting = true;
+	/* A function pointer through void *: POSIX guarantees the round trip. */
+	if (pthread_create(&start_thread, NULL, start_main, (void *)fn) != 0) {
+		starting = false;
 		return -1;
 	}
-	adopt_thread_started = true;
+	start_thread_started = true;
 	return 0;
 }
 
-void sg_machine_adopt_join(void)
+void sg_machine_start_join(void)
 {
-	if (adopt_thread_started) {
-		pthread_join(adopt_thread, NULL);
-		adopt_thread_started = false;
+	if (start_thread_started) {
+		pthread_join(start_thread, NULL);
+		start_thread_started = false;
 	}
 }

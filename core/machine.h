@@ -70,10 +70,12 @@ void sg_machine_session_end(struct sg_session *s);
  * and adopts the rest (addressable by explicit id until they expire). */
 void sg_machine_adopt_orphans(void);
 
-/* The same on a thread of its own, so startup does not wait on backends;
- * lookups wait for it.  Returns 0 or -1.  _join waits for the thread. */
-int sg_machine_adopt_orphans_async(void);
-void sg_machine_adopt_join(void);
+/* Runs fn (loading backends, adopting orphans) on a thread of its own, so
+ * the first protocol messages are answered before backends are up; machine
+ * lookups and creations wait until fn returned.  Returns 0 or -1.
+ * sg_machine_start_join() waits for the thread. */
+int sg_machine_start_async(void (*fn)(void));
+void sg_machine_start_join(void);
 
 /* Destroys every ephemeral machine whose expiry passed.  Returns how many. */
 int sg_machine_reap_expired(void);

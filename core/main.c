@@ -131,7 +131,43 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
-static int setup(const struct cli *c)
+/* Loads the backends and checks the whole configuration.  Returns 0 or an
+ * exit status. */
+static int load_backends(void)
+{
+	struct sg_err err;
+	int lvl;
+
+	if (sg_plugin_load_list(sg_config_get("plugin", "dir"), sg_config_get("plugin", "load"),
+				&err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return EXIT_PLUGIN;
+	}
+	if (sg_config_validate(&err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return EXIT_CONFIG;
+	}
+	lvl = sg_log_level_parse(sg_config_get("log", "level"));
+	if (lvl >= 0)
+		sg_log_set_level(lvl);
+	return 0;
+}
+
+/* Servers answer initialize before the backends are loaded (dlopen of a
+ * plugin and its libraries takes longer than the rest of startup); a
+ * failure here is still a startup error and ends the process. */
+static void load_backends_for_server(void)
+{
+	int rc = load_backends();
+
+	if (rc) {
+		fflush(stderr);
+		_exit(rc);
+	}
+	sg_machine_adopt_orphans();
+}
+
+static int setup(const struct cli *c, bool lazy_backends)
 {
 	struct sg_err err;
 	const char *file;
@@ -148,20 +184,10 @@ static int setup(const struct cli *c)
 	file = sg_config_get("log", "file");
 	if (file && *file && sg_log_open_file(file) < 0)
 		fprintf(stderr, "sandgate: cannot open log file '%s', logging to stderr\n", file);
-	if (sg_plugin_load_list(sg_config_get("plugin", "dir"), sg_config_get("plugin", "load"),
-				&err) < 0) {
-		SG_ERROR("%s", err.msg);
-		return EXIT_PLUGIN;
-	}
-	if (sg_config_validate(&err) < 0) {
-		SG_ERROR("%s", err.msg);
-		return EXIT_CONFIG;
-	}
-	lvl = sg_log_level_parse(sg_config_get("log", "level"));
-	if (lvl >= 0)
-		sg_log_set_level(lvl);
 	sg_tools_init();
-	return 0;
+	if (lazy_backends)
+		return sg_machine_start_async(load_backends_for_server) < 0 ? EXIT_PLUGIN : 0;
+	return load_backends();
 }
 
 static void null_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
@@ -228,13 +254,15 @@ static int run_call(const struct cli *c)
 int main(int argc, char **argv)
 {
 	struct cli c = { 0 };
+	bool server;
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
 	rc = parse_cli(argc, argv, &c);
 	if (rc)
 		return rc;
-	rc = setup(&c);
+	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
+	rc = setup(&c, server);
 	if (rc)
 		goto out;
 	if (!strcmp(c.command, "tools")) {
@@ -243,12 +271,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(c.command, "call")) {
 		rc = run_call(&c);
 	} else {
-		sg_machine_adopt_orphans_async();
 		sg_reaper_start();
 		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
 		sg_reaper_stop();
-		sg_machine_adopt_join();
 	}
+	if (server)
+		sg_machine_start_join();
 out:
 	sg_machine_release_all();
 	sg_tools_fini();

@@ -95,6 +95,12 @@ int sg_config_set_override(const char *assignment, struct sg_err *err)
 			free(section);
 			section = strndup(name, (size_t)(last - name));
 			key = last + 1;
+			if (last < name + 11 || !*key) {
+				free(section);
+				sg_errf(err, SG_E_INVAL,
+					"--set '%s': expected ssh.target.NAME.KEY=VALUE", assignment);
+				goto out;
+			}
 		}
 		entry_add(section, key, eq + 1, 0, SRC_CLI);
 		free(section);
@@ -394,6 +400,48 @@ static int validate_one(const char *where, const char *section, const char *key,
 	return 0;
 }
 
+/* SANDGATE_SSH__TARGET__LAB_PORT for a section registered as
+ * "ssh.target.*": the variable's tail names the key. */
+static int validate_wildcard_env(struct sg_err *err)
+{
+	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire);
+	     s; s = s->next) {
+		char stem[256], where[300];
+		size_t slen = strlen(s->section);
+
+		if (slen < 2 || s->section[slen - 1] != '*')
+			continue;
+		sg_config_env_name(s->section, "", stem, sizeof(stem));
+		/* "SANDGATE_SSH__TARGET__*_" -> "SANDGATE_SSH__TARGET__" */
+		stem[strlen(stem) - 2] = '\0';
+		for (char **ep = environ; ep && *ep; ep++) {
+			const char *eq = strchr(*ep, '=');
+
+			if (!eq || strncmp(*ep, stem, strlen(stem)) != 0)
+				continue;
+			for (const struct sg_config_key *k = s->keys; k->key; k++) {
+				char tail[128];
+				size_t tl, nl = (size_t)(eq - *ep);
+				const char *accepted;
+
+				sg_config_env_name("", k->key, tail, sizeof(tail));
+				/* "SANDGATE__PORT" -> "_PORT" */
+				memmove(tail, tail + 9, strlen(tail + 9) + 1);
+				tl = strlen(tail);
+				if (nl <= tl + strlen(stem) || strncmp(*ep + nl - tl, tail, tl) != 0)
+					continue;
+				accepted = check_value(k, eq + 1);
+				snprintf(where, sizeof(where), "environment %.*s", (int)nl, *ep);
+				if (accepted)
+					return sg_errf(err, SG_E_INVAL,
+						       "%s: %s = '%s' is not valid: expected %s", where,
+						       k->key, k->secret ? "(hidden)" : eq + 1, accepted);
+			}
+		}
+	}
+	return 0;
+}
+
 int sg_config_validate(struct sg_err *err)
 {
 	char where[600];
@@ -406,6 +454,8 @@ int sg_config_validate(struct sg_err *err)
 		if (validate_one(where, e->section, e->key, e->value, e->src == SRC_FILE, err) < 0)
 			return -1;
 	}
+	if (validate_wildcard_env(err) < 0)
+		return -1;
 	/* Values from SANDGATE_* variables of registered keys. */
 	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire); s; s = s->next) {
 		if (strchr(s->section, '*'))
@@ -460,6 +510,22 @@ bool sg_config_bool(const char *section, const char *key, bool def)
 	return def;
 }
 
+/* True when the variable name[0..n) is the SANDGATE_ name of a key that
+ * the file or --set already gave for section: that key was reported. */
+static bool env_names_entry(const char *section, const char *name, size_t n)
+{
+	char en[256];
+
+	for (const struct cfg_entry *e = entries; e; e = e->next) {
+		if (strcmp(e->section, section))
+			continue;
+		sg_config_env_name(section, e->key, en, sizeof(en));
+		if (strlen(en) == n && strncmp(en, name, n) == 0)
+			return true;
+	}
+	return false;
+}
+
 void sg_config_each(const char *section, const char *prefix,
 		    void (*fn)(const char *key, const char *value, void *ud), void *ud)
 {
@@ -492,7 +558,7 @@ void sg_config_each(const char *section, const char *prefix,
 		for (const char *c = *ep + elen; c < eq && n + 1 < sizeof(key); c++)
 			key[n++] = (char)tolower((unsigned char)*c);
 		key[n] = '\0';
-		if (!last_entry(section, key, SRC_FILE) && !last_entry(section, key, SRC_CLI))
+		if (!env_names_entry(section, *ep, (size_t)(eq - *ep)))
 			fn(key, eq + 1, ud);
 	}
 }

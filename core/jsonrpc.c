@@ -28,6 +28,13 @@ void sg_rpc_classify(json_t *msg, struct sg_rpc_msg *m)
 		m->why = "\"jsonrpc\" must be \"2.0\"";
 		return;
 	}
+	/* A response, even an error with id null (a peer that could not parse
+	 * something of ours), is never answered: that would ping-pong. */
+	if (!json_object_get(msg, "method") &&
+	    (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+		m->kind = SG_RPC_RESPONSE;
+		return;
+	}
 	if (id && !valid_id(id)) {
 		m->why = json_is_null(id) ? "\"id\" must not be null: use a string or an integer"
 					  : "\"id\" must be a string or an integer";
@@ -35,10 +42,6 @@ void sg_rpc_classify(json_t *msg, struct sg_rpc_msg *m)
 	}
 	method = json_object_get(msg, "method");
 	if (!method) {
-		if (id && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
-			m->kind = SG_RPC_RESPONSE;
-			return;
-		}
 		m->why = "\"method\" is missing";
 		return;
 	}
@@ -49,7 +52,7 @@ void sg_rpc_classify(json_t *msg, struct sg_rpc_msg *m)
 	m->method = json_string_value(method);
 	m->params = json_object_get(msg, "params");
 	if (m->params && !json_is_object(m->params) && !json_is_array(m->params)) {
-		m->why = "\"params\" must be an object";
+		m->why = "\"params\" must be an object or an array";
 		return;
 	}
 	m->kind = id ? SG_RPC_REQUEST : SG_RPC_NOTIFICATION;

@@ -112,7 +112,8 @@ struct sg_plugin *sg_plugin_load(const char *dir, const char *name, struct sg_er
 
 	if (!valid_name(name)) {
 		sg_errf(err, SG_E_INVAL,
-			"plugin name '%s' is not valid: use lower-case letters, digits and '_'", name);
+			"plugin name '%s' is not valid: use 1 to 32 lower-case letters, digits and '_'",
+			name);
 		return NULL;
 	}
 	path = sg_xasprintf("%s/%s.so", dir, name);
@@ -134,7 +135,13 @@ struct sg_plugin *sg_plugin_load(const char *dir, const char *name, struct sg_er
 	if (b->config_keys)
 		sg_config_register(b->name, b->config_keys);
 	if (b->init(sg_host_api_get(), &priv, err) < 0) {
-		sg_err_prefix(err, "plugin init failed: ");
+		char prefix[96];
+
+		snprintf(prefix, sizeof(prefix), "plugin '%s': init failed: ", name);
+		sg_err_prefix(err, prefix);
+		/* Its config keys are registered and point into the object, so it
+		 * stays mapped: a failed plugin costs its mapping, not a crash. */
+		dl = NULL;
 		goto fail;
 	}
 	p = sg_xcalloc(1, sizeof(*p));

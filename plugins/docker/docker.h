@@ -88,6 +88,10 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 
 sg_exec_fn docker_exec;
 
+/* SG_E_INVAL unless every entry of env (may be NULL) is KEY=VALUE. */
+int docker_check_env(struct docker_ctx *ctx, const char *const *env,
+		     struct sg_err *err);
+
 /* Pieces of docker_run() that stream.c reuses. */
 long long docker_now_ms(void);
 /* Creates an exec of r in cid (argv wrapped when r->group); copies its id

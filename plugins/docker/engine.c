@@ -64,8 +64,9 @@ struct docker_engine *docker_engine_new(const struct sg_host_api *host,
 		path = url + 7;
 	else if (url[0] == '/')
 		path = url;
-	else if (strncmp(url, "tcp://", 6) == 0 || strncmp(url, "ssh://", 6) == 0 ||
-		 strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) {
+	else if (strstr(url, "://")) {
+		/* tcp://, ssh://, fd://...: refused at the first call, not here,
+		 * so the other backends still start. */
 		e->unsupported = strdup(url);
 		if (!e->unsupported)
 			goto nomem;
@@ -579,13 +580,46 @@ static int docker_hijack_fail(struct docker_engine *e, const char *path,
 	return rc;
 }
 
+/* Reads the answer head into head[0..*len) (NUL-terminated) and parses its
+ * status; *hlen is where the stream (or error body) starts. */
+static int docker_hijack_head(struct docker_engine *e, int s, const char *path,
+			      char *head, size_t *len, size_t *hlen, long *status,
+			      struct sg_err *err)
+{
+	struct timespec deadline;
+	char *end;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += e->timeout_s;
+	for (;;) {
+		head[*len] = '\0';
+		end = strstr(head, "\r\n\r\n");
+		if (end)
+			break;
+		if (*len == DOCKER_HEAD_MAX)
+			return e->host->errf(err, SG_E_PROTO, "docker API POST %s: answer "
+					     "head longer than %d bytes", path,
+					     DOCKER_HEAD_MAX);
+		if (docker_read_until(s, head, DOCKER_HEAD_MAX, len, &deadline) <= 0)
+			return e->host->errf(err, errno == ETIMEDOUT ? SG_E_TIMEOUT : SG_E_IO,
+					     "docker API POST %s: no answer from %s (%s)",
+					     path, e->sock, *len ? "cut short" :
+					     errno == ETIMEDOUT ? "timed out" : "closed");
+	}
+	*hlen = (size_t)(end - head) + 4;
+	if (sscanf(head, "HTTP/1.%*d %ld", status) != 1)
+		return e->host->errf(err, SG_E_PROTO, "docker API POST %s: bad answer "
+				     "line", path);
+	return 0;
+}
+
 int docker_engine_hijack(struct docker_engine *e, const char *path,
 			 const json_t *body, int *fd, struct sg_buf *early,
 			 long *status, struct sg_err *err)
 {
-	char vpath[4096], head[DOCKER_HEAD_MAX + 1], *req = NULL, *json = NULL, *end;
-	struct timespec deadline;
-	size_t len = 0, hlen;
+	char vpath[4096], head[DOCKER_HEAD_MAX + 1], *req = NULL, *json = NULL;
+	struct timespec soon;
+	size_t len = 0, hlen = 0;
 	int s = -1, n;
 
 	*fd = -1;
@@ -595,6 +629,8 @@ int docker_engine_hijack(struct docker_engine *e, const char *path,
 	json = json_dumps(body, JSON_COMPACT); /* freed below */
 	if (!json)
 		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	/* Upgrade: tcp makes the daemon answer 101 and hand the connection
+	 * over to the exec's streams. */
 	n = asprintf(&req, "POST %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandgate\r\n"
 		     "Content-Type: application/json\r\nContent-Length: %zu\r\n"
 		     "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n%s",
@@ -602,66 +638,39 @@ int docker_engine_hijack(struct docker_engine *e, const char *path,
 	if (n < 0) {
 		req = NULL;
 		e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
-		goto fail;
+		goto out;
 	}
 	if (docker_unix_connect(e, &s, err) < 0)
-		goto fail;
+		goto out;
 	if (docker_send_all(s, req, (size_t)n) < 0) {
 		e->host->errf(err, SG_E_IO, "docker API POST %s: write to %s: %s",
 			      path, e->sock, strerror(errno));
-		goto fail;
+		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += e->timeout_s;
-	for (;;) {
-		head[len] = '\0';
-		end = strstr(head, "\r\n\r\n");
-		if (end)
-			break;
-		if (len == DOCKER_HEAD_MAX) {
-			e->host->errf(err, SG_E_PROTO, "docker API POST %s: answer head "
-				      "longer than %d bytes", path, DOCKER_HEAD_MAX);
-			goto fail;
-		}
-		if (docker_read_until(s, head, DOCKER_HEAD_MAX, &len, &deadline) <= 0) {
-			e->host->errf(err, errno == ETIMEDOUT ? SG_E_TIMEOUT : SG_E_IO,
-				      "docker API POST %s: no answer from %s (%s)", path,
-				      e->sock, len ? "cut short" :
-				      errno == ETIMEDOUT ? "timed out" : "closed");
-			goto fail;
-		}
-	}
-	hlen = (size_t)(end - head) + 4;
-	if (sscanf(head, "HTTP/1.%*d %ld", status) != 1) {
-		e->host->errf(err, SG_E_PROTO, "docker API POST %s: bad answer line", path);
-		goto fail;
-	}
+	if (docker_hijack_head(e, s, path, head, &len, &hlen, status, err) < 0)
+		goto out;
 	if (*status != 101 && *status != 200) {
 		/* An error body is short: take what comes before EOF or 1 s. */
-		struct timespec soon;
-
 		clock_gettime(CLOCK_MONOTONIC, &soon);
 		soon.tv_sec += 1;
 		while (len < DOCKER_HEAD_MAX &&
 		       docker_read_until(s, head, DOCKER_HEAD_MAX, &len, &soon) > 0)
 			;
 		docker_hijack_fail(e, path, *status, head + hlen, len - hlen, err);
-		goto fail;
+		goto out;
 	}
 	if (len > hlen && e->host->buf_append(early, head + hlen, len - hlen) < 0) {
 		e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
-		goto fail;
+		goto out;
 	}
 	*fd = s;
-	free(req);
-	free(json);
-	return 0;
-fail:
+	s = -1;
+out:
 	if (s >= 0)
 		close(s);
 	free(req);
 	free(json);
-	return -1;
+	return *fd >= 0 ? 0 : -1;
 }
 
 /* ---- helpers ------------------------------------------------------------------ */

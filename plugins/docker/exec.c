@@ -46,7 +46,7 @@ struct docker_exec_state {
 	struct sg_exec_result *res;
 	size_t cap;
 	bool want_pgid;        /* the wrapper's first stdout line is still coming */
-	char pgid_text[24];
+	char pgid_text[256];   /* that line; docker's own error when runc failed */
 	size_t pgid_len;
 	long pgid;             /* the command's process group, 0 until known */
 	char tail[DOCKER_TAIL];/* last stderr bytes, kept even past the cap */
@@ -108,23 +108,30 @@ static void docker_tail_add(struct docker_exec_state *st, const char *p, size_t 
 	st->tail_len += n;
 }
 
-/* Eats the wrapper's "<pgid>\n" off the front of stdout; returns bytes used. */
+/* Eats the wrapper's "<pgid>\n" off the front of stdout; returns bytes used.
+ * When runc cannot start the process at all, docker writes its own error
+ * there instead: that line is kept as output. */
 static size_t docker_eat_pgid(struct docker_exec_state *st, const char *p, size_t n)
 {
 	size_t i;
+	char *end;
 
 	for (i = 0; i < n; i++) {
 		if (p[i] == '\n') {
 			st->pgid_text[st->pgid_len] = '\0';
-			st->pgid = strtol(st->pgid_text, NULL, 10);
+			st->want_pgid = false;
+			st->pgid = strtol(st->pgid_text, &end, 10);
 			/* Never 0, 1 (docker-init) or negative: kill -- -1 would
 			 * hit every process. */
-			if (st->pgid <= 1)
+			if (*end || end == st->pgid_text || st->pgid <= 1) {
 				st->pgid = 0;
-			st->want_pgid = false;
+				st->pgid_text[st->pgid_len++] = '\n';
+				docker_keep(st, &st->res->out, &st->res->out_truncated,
+					    st->pgid_text, st->pgid_len);
+			}
 			return i + 1;
 		}
-		if (st->pgid_len + 1 < sizeof(st->pgid_text))
+		if (st->pgid_len + 2 < sizeof(st->pgid_text))
 			st->pgid_text[st->pgid_len++] = p[i];
 	}
 	return n;
@@ -145,25 +152,31 @@ static int docker_exec_sink(int stream, const void *data, size_t len, void *ud)
 		used = docker_eat_pgid(st, p, len);
 		p += used;
 		len -= used;
+		if (st->oom)
+			return -1;
 	}
 	return docker_keep(st, &res->out, &res->out_truncated, p, len);
 }
 
-/* If stderr ends with setsid's "child N did not exit normally" line, the
- * command died of a signal: report it and drop the line from stderr. */
+/* If stderr ends with setsid's "child <pgid> did not exit normally" line, the
+ * command died of a signal: report it and drop the line from stderr.  The
+ * pid in the line is the group leader's, which keeps a command that prints
+ * such a line itself from being taken for a signal. */
 static void docker_decode_signal(struct docker_exec_state *st, int code)
 {
 	struct sg_exec_result *res = st->res;
 	const char *line, *end = st->tail + st->tail_len;
-	size_t n;
+	char want[48];
+	size_t n, wn;
 
-	if (code <= 0 || st->tail_len == 0 || end[-1] != '\n')
+	if (code <= 0 || st->pgid <= 0 || st->tail_len == 0 || end[-1] != '\n')
 		return;
 	for (line = end - 1; line > st->tail && line[-1] != '\n'; line--)
 		;
 	n = (size_t)(end - line);
-	if (n < 16 || strncmp(line, "setsid: child ", 14) != 0 ||
-	    !memmem(line, n, DOCKER_SETSID_NOTE, strlen(DOCKER_SETSID_NOTE)))
+	wn = (size_t)snprintf(want, sizeof(want), "setsid: child %ld" DOCKER_SETSID_NOTE,
+			      st->pgid);
+	if (n < wn || memcmp(line, want, wn) != 0)
 		return;
 	res->signal = code & 0x7f; /* the raw wait status: 0x80 is the core flag */
 	res->exit_code = -1;
@@ -330,6 +343,8 @@ void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid)
 	struct sg_exec_result res;
 	struct sg_err e;
 
+	if (pgid <= 1)
+		return; /* kill -- -1 would signal every process */
 	memset(&res, 0, sizeof(res));
 	snprintf(num, sizeof(num), "%ld", pgid);
 	if (docker_run(ctx, cid, &r, NULL, &res, &e) < 0)
@@ -340,9 +355,56 @@ void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid)
 	ctx->host->buf_release(&res.err);
 }
 
+/* Explains an exec that docker could not start, with docker's own words
+ * when it gave some (on stdout) and a check whether the cwd exists. */
+static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
+			     const struct docker_run *r, int code,
+			     const struct sg_exec_result *got, struct sg_err *err)
+{
+	const char *argv[] = { "/bin/sh", "-c", "test -d \"$1\"", "sg", r->cwd, NULL };
+	struct docker_run check = { .argv = argv, .cwd = "/", .cap = 4096,
+				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS };
+	struct sg_exec_result res;
+	struct sg_err e;
+	char why[256];
+	int missing = 0;
+
+	if (r->cwd && *r->cwd && strcmp(r->cwd, "/") != 0) {
+		memset(&res, 0, sizeof(res));
+		missing = docker_run(ctx, cid, &check, NULL, &res, &e) == 0 &&
+			  res.exit_code == 1;
+		ctx->host->buf_release(&res.out);
+		ctx->host->buf_release(&res.err);
+	}
+	if (missing)
+		return ctx->host->errf(err, SG_E_NOTFOUND, "working directory %s does not "
+				       "exist in container %.12s: create it or give "
+				       "another cwd", r->cwd, cid);
+	docker_first_line(got->out.data ? got->out.data : "", got->out.len, why,
+			  sizeof(why));
+	if (!*why)
+		docker_first_line(got->err.data ? got->err.data : "", got->err.len, why,
+				  sizeof(why));
+	return ctx->host->errf(err, SG_E_BACKEND, "docker could not start the command "
+			       "in container %.12s (exit %d)%s%s: the image needs "
+			       "/bin/sh, and cwd must be a directory", cid, code,
+			       *why ? ": " : "", why);
+}
+
 /* ---- the read loop ------------------------------------------------------------- */
 
 enum docker_stop { DOCKER_RUNNING = 0, DOCKER_TIMED_OUT, DOCKER_CANCELLED };
+
+/* poll() timeout until deadline (< 0: none). */
+static int docker_wait_ms(long long deadline)
+{
+	long long left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - docker_now_ms();
+	return left > 0 ? (int)(left < 60000 ? left : 60000) : 0;
+}
 
 /* Reads and demuxes the stream until EOF.  On timeout or cancellation kills
  * the group (once its id is known), then drains for a grace period. */
@@ -382,12 +444,7 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 			deadline = docker_now_ms() + DOCKER_GRACE_MS;
 			continue;
 		}
-		wait_ms = -1;
-		if (deadline >= 0) {
-			long long left = deadline - docker_now_ms();
-
-			wait_ms = left > 0 ? (int)(left < 60000 ? left : 60000) : 0;
-		}
+		wait_ms = docker_wait_ms(deadline);
 		if (poll(pfd, *stop ? 1 : 2, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -462,8 +519,12 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 		ctx->host->errf(err, SG_E_PROTO, "docker exec: bad first frame");
 		goto out;
 	}
-	if (docker_exec_pump(ctx, cid, fd, r, call, &st, &dmx, &stop, err) < 0)
+	if (docker_exec_pump(ctx, cid, fd, r, call, &st, &dmx, &stop, err) < 0) {
+		/* We stop listening: do not leave the command running. */
+		if (r->group && st.pgid > 0)
+			docker_kill_group(ctx, cid, st.pgid);
 		goto out;
+	}
 	close(fd);
 	fd = -1;
 	code = docker_exec_wait(ctx, eid);
@@ -471,6 +532,12 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	if (r->group && code >= 0)
 		docker_decode_signal(&st, code);
 	res->timed_out = stop == DOCKER_TIMED_OUT;
+	/* No pgid and 126/127: runc never started the wrapper. */
+	if (r->group && st.pgid == 0 && stop == DOCKER_RUNNING &&
+	    (code == 126 || code == 127)) {
+		docker_start_fail(ctx, cid, r, code, res, err);
+		goto out;
+	}
 	if (stop == DOCKER_CANCELLED) {
 		ctx->host->errf(err, SG_E_CANCELLED, "cancelled: the command's process "
 				"group was killed");
@@ -483,6 +550,18 @@ out:
 	ctx->host->buf_release(&early);
 	json_decref(start);
 	return rc;
+}
+
+int docker_check_env(struct docker_ctx *ctx, const char *const *env,
+		     struct sg_err *err)
+{
+	size_t i;
+
+	for (i = 0; env && env[i]; i++)
+		if (env[i][0] == '=' || !strchr(env[i], '='))
+			return ctx->host->errf(err, SG_E_INVAL, "env entry \"%.64s\" is "
+					       "not KEY=VALUE", env[i]);
+	return 0;
 }
 
 /* ---- the exec slot ------------------------------------------------------------- */
@@ -505,6 +584,8 @@ int docker_exec(struct sg_machine *m, const struct sg_exec_req *req,
 	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
 		return ctx->host->errf(err, SG_E_INVAL, "exec: give exactly one of "
 				       "command and argv (a non-empty vector)");
+	if (docker_check_env(ctx, req->env, err) < 0)
+		return -1;
 	r = (struct docker_run){
 		.argv = req->command ? shell : req->argv,
 		.cwd = req->cwd ? req->cwd : m->workspace,

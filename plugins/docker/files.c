@@ -487,6 +487,24 @@ static int docker_upload(struct docker_ctx *ctx, const struct sg_machine *m,
 					dir) : rc;
 }
 
+/* Best effort: the replace script removes its temp itself, this covers an
+ * exec that never ran. */
+static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
+			     const char *tmp)
+{
+	static const char rm_sh[] = "exec rm -f -- \"$1\"";
+	const char *args[] = { tmp, NULL };
+	struct sg_exec_result res;
+	struct sg_err e;
+
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0)
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "could not remove the "
+			       "temporary file of a failed write in %.12s: %s", m->id,
+			       e.msg);
+	docker_res_free(ctx, &res);
+}
+
 /* Renames the uploaded temp over the target in one exec. */
 static int docker_replace(struct docker_ctx *ctx, const struct sg_machine *m,
 			  const char *tmp, const char *target, struct sg_call *call,
@@ -498,8 +516,12 @@ static int docker_replace(struct docker_ctx *ctx, const struct sg_machine *m,
 
 	memset(&res, 0, sizeof(res));
 	rc = docker_sh(ctx, m, docker_replace_sh, args, DOCKER_SCRIPT_CAP, call, &res, err);
-	if (rc < 0)
+	if (rc < 0) {
+		/* The script did not finish, so it did not clean up. */
+		if (!err || err->code != SG_E_GONE)
+			docker_drop_temp(ctx, m, tmp);
 		goto out;
+	}
 	switch (res.exit_code) {
 	case 0:
 		break;
@@ -517,24 +539,6 @@ static int docker_replace(struct docker_ctx *ctx, const struct sg_machine *m,
 out:
 	docker_res_free(ctx, &res);
 	return rc;
-}
-
-/* Best effort: the replace script removes its temp itself, this covers an
- * exec that never ran. */
-static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
-			     const char *tmp)
-{
-	static const char rm_sh[] = "exec rm -f -- \"$1\"";
-	const char *args[] = { tmp, NULL };
-	struct sg_exec_result res;
-	struct sg_err e;
-
-	memset(&res, 0, sizeof(res));
-	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0)
-		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "could not remove the "
-			       "temporary file of a failed write in %.12s: %s", m->id,
-			       e.msg);
-	docker_res_free(ctx, &res);
 }
 
 /* Atomic replace: upload as a temp name in the same directory, then rename
@@ -577,12 +581,8 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 		goto out;
 	if (docker_upload(ctx, m, dir, &tar, !(opts && opts->no_mkdir), call, err) < 0)
 		goto out;
-	if (docker_replace(ctx, m, tmp_path, real, call, err) < 0) {
-		if (err && (err->code == SG_E_CANCELLED || err->code == SG_E_TIMEOUT ||
-			    err->code == SG_E_IO))
-			docker_drop_temp(ctx, m, tmp_path);
+	if (docker_replace(ctx, m, tmp_path, real, call, err) < 0)
 		goto out;
-	}
 	rc = 0;
 out:
 	ctx->host->buf_release(&tar);

@@ -9,6 +9,7 @@
 
 #include "plugins/docker/docker.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,19 @@ static int docker_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
 		*info = NULL;
 	}
 	return rc;
+}
+
+/* Container ids and names: [A-Za-z0-9_.-], never a path. */
+static bool docker_id_ok(const char *id)
+{
+	size_t i;
+
+	if (!id || !*id || strlen(id) >= SG_ID_MAX)
+		return false;
+	for (i = 0; id[i]; i++)
+		if (!isalnum((unsigned char)id[i]) && !strchr("_.-", id[i]))
+			return false;
+	return true;
 }
 
 /* ---- create ----------------------------------------------------------------------- */
@@ -281,6 +295,8 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 
 	if (!req)
 		return ctx->host->errf(err, SG_E_INVAL, "docker create: no request");
+	if (docker_check_env(ctx, req->env, err) < 0)
+		return -1;
 	if (docker_template_image(ctx, tmpl, image, sizeof(image)) < 0)
 		return ctx->host->errf(err, SG_E_NOTFOUND,
 				       "no docker template %s: add [docker] template.%s = "
@@ -325,8 +341,9 @@ int docker_machine_attach(void *priv, const char *id, struct sg_call *call,
 	const char *managed;
 	int rc = -1;
 
-	if (!id || !*id)
-		return ctx->host->errf(err, SG_E_INVAL, "docker attach: no container id");
+	if (!docker_id_ok(id))
+		return ctx->host->errf(err, SG_E_INVAL, "docker attach: %.64s is not a "
+				       "container id or name", id ? id : "(null)");
 	if (docker_inspect(ctx, id, &info, err) < 0)
 		return -1;
 	labels = json_object_get(json_object_get(info, "Config"), "Labels");
@@ -367,6 +384,9 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 
 	if (!ctx)
 		return -1;
+	if (!docker_id_ok(m->id))
+		return ctx->host->errf(err, SG_E_INVAL, "docker destroy: %.64s is not a "
+				       "container id", m->id);
 	if (docker_remove(ctx, m->id, err) < 0)
 		return -1;
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %.12s", m->id);

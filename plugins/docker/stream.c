@@ -108,7 +108,7 @@ static ssize_t docker_stream_pull(struct sg_stream *s, unsigned char *p, size_t 
 /* Reads the wrapper's "<pgid>\n" line off the front of the stream. */
 static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 {
-	char text[24];
+	char text[256], *end;
 	size_t len = 0;
 	unsigned char c;
 	ssize_t r;
@@ -126,9 +126,14 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 			text[len++] = (char)c;
 	}
 	text[len] = '\0';
-	s->pgid = strtol(text, NULL, 10);
-	if (s->pgid <= 1)
+	s->pgid = strtol(text, &end, 10);
+	if (*end || end == text || s->pgid <= 1) {
+		/* Not our wrapper's line: docker's own error (bad cwd, no sh). */
 		s->pgid = 0;
+		return s->ctx->host->errf(err, SG_E_BACKEND, "docker could not start "
+					  "the stream in container %.12s: %s", s->cid,
+					  text);
+	}
 	return 0;
 }
 
@@ -152,6 +157,8 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
 		return ctx->host->errf(err, SG_E_INVAL, "stream: give exactly one of "
 				       "command and argv (a non-empty vector)");
+	if (docker_check_env(ctx, req->env, err) < 0)
+		return -1;
 	r = (struct docker_run){ .argv = req->command ? shell : req->argv,
 				 .cwd = req->cwd ? req->cwd : m->workspace,
 				 .env = req->env, .group = true,
@@ -177,7 +184,8 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 		ctx->host->errf(err, SG_E_PROTO, "docker stream: too much early data");
 		goto fail;
 	}
-	memcpy(s->in, early.data, early.len);
+	if (early.len > 0)
+		memcpy(s->in, early.data, early.len);
 	s->in_len = early.len;
 	if (docker_stream_pgid(s, err) < 0)
 		goto fail;

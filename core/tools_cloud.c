@@ -312,8 +312,23 @@ static int tool_run_code(struct sg_tool_ctx *t, json_t *args, json_t **result,
 				    "stderr", sg_json_bytes(cres.err.data, cres.err.len),
 				    "exit_code", cres.exit_code, "language", lang,
 				    "interpreter", cres.interpreter, "output_files", json_incref(files));
-		if (cres.results)
+		json_object_set_new(*result, "timed_out", json_boolean(cres.timed_out));
+		if (cres.results) {
+			/* Rich results may carry MCP content blocks (png and jpeg as
+			 * image blocks): lift them into the result's extra content. */
+			json_t *blocks = json_array(), *r;
+			size_t i;
+
+			json_array_foreach(cres.results, i, r) {
+				json_array_extend(blocks, json_object_get(r, "_content"));
+				json_object_del(r, "_content");
+			}
 			json_object_set_new(*result, "results", cres.results);
+			if (json_array_size(blocks))
+				json_object_set_new(*result, "_content", blocks);
+			else
+				json_decref(blocks);
+		}
 		if (cres.error)
 			json_object_set_new(*result, "error", cres.error);
 		sg_buf_release(&cres.out);
@@ -618,4 +633,5 @@ static const struct sg_tool cloud_tools[] = {
 void sg_tools_init(void)
 {
 	sg_tools_register(cloud_tools, sizeof(cloud_tools) / sizeof(cloud_tools[0]));
+	sg_tools_env_init();
 }

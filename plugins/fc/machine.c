@@ -1,0 +1,264 @@
+/*
+ * The machine slots on top of the platform API (api.c): create with
+ * sandgate's metadata for later adoption, attach, destroy, list, keepalive.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/fc/fc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Metadata keys on every sandbox sandgate makes (ref. 2.3 `metadata`), read
+ * back by machine_list() for adoption after a restart. */
+#define FC_META_MANAGED    "sandgate.managed"
+#define FC_META_OWNER      "sandgate.owner"
+#define FC_META_SESSION    "sandgate.session"
+#define FC_META_CREATED    "sandgate.created"
+#define FC_META_LIFETIME   "sandgate.lifetime"
+#define FC_META_PERSISTENT "sandgate.persistent"
+#define FC_META_NAME       "sandgate.name"
+
+#define FC_DEFAULT_LIFETIME 300u
+
+static json_t *fc_create_metadata(const struct sg_create_req *req, unsigned lifetime)
+{
+	json_t *md = json_object();
+	char num[32];
+
+	json_object_set_new(md, FC_META_MANAGED, json_string("1"));
+	if (req->owner)
+		json_object_set_new(md, FC_META_OWNER, json_string(req->owner));
+	if (req->session_hash)
+		json_object_set_new(md, FC_META_SESSION, json_string(req->session_hash));
+	snprintf(num, sizeof(num), "%lld", (long long)time(NULL));
+	json_object_set_new(md, FC_META_CREATED, json_string(num));
+	snprintf(num, sizeof(num), "%u", lifetime);
+	json_object_set_new(md, FC_META_LIFETIME, json_string(num));
+	json_object_set_new(md, FC_META_PERSISTENT, json_string(req->persistent ? "1" : "0"));
+	if (req->name)
+		json_object_set_new(md, FC_META_NAME, json_string(req->name));
+	return md;
+}
+
+static json_t *fc_create_envs(const char *const *env)
+{
+	json_t *o = json_object();
+
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		char *k;
+
+		if (!eq || eq == *env)
+			continue;
+		k = strndup(*env, (size_t)(eq - *env));
+		if (k)
+			json_object_set_new(o, k, json_string(eq + 1));
+		free(k);
+	}
+	return o;
+}
+
+/* ref. 7.1: {"templateID","timeout","autoPause":false,"metadata","envVars"}. */
+static json_t *fc_create_body(const struct sg_create_req *req, const char *tpl,
+			      unsigned lifetime)
+{
+	json_t *body = json_pack("{s:s, s:i, s:b, s:o, s:o}", "templateID", tpl, "timeout",
+				 (int)lifetime, "autoPause", 0, "metadata",
+				 fc_create_metadata(req, lifetime), "envVars",
+				 fc_create_envs(req->env));
+	const char *k;
+	json_t *v;
+
+	/* Backend options pass sizing fields FC may accept (ref. 2.3). */
+	json_object_foreach((json_t *)req->options, k, v) {
+		if (!strcmp(k, "cpuCount") || !strcmp(k, "memoryMB") || !strcmp(k, "diskSizeMB") ||
+		    !strcmp(k, "allow_internet_access"))
+			json_object_set(body, k, v);
+	}
+	return body;
+}
+
+/* Fills m and a new handle from info.  Returns 0 or -1 (out of memory). */
+static int fc_bind(struct fc_ctx *ctx, const struct fc_sandbox_info *info, const char *tpl,
+		   struct sg_machine *m, struct sg_err *err)
+{
+	struct fc_machine *fm = calloc(1, sizeof(*fm)); /* freed by fc_machine_release() */
+
+	if (!fm)
+		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	fm->ctx = ctx;
+	snprintf(fm->id, sizeof(fm->id), "%s", info->id);
+	snprintf(fm->token, sizeof(fm->token), "%s", info->token);
+	snprintf(fm->envd_version, sizeof(fm->envd_version), "%s", info->envd_version);
+	snprintf(fm->domain, sizeof(fm->domain), "%s", info->domain[0] ? info->domain : ctx->domain);
+	snprintf(fm->template_name, sizeof(fm->template_name), "%s",
+		 info->template_name[0] ? info->template_name : tpl ? tpl : "");
+	atomic_store(&fm->last_keepalive_ms, fc_now_ms());
+	/* ref. 1: base has no interpreter service; code-interpreter-v1 has one. */
+	atomic_store(&fm->interp, strcmp(fm->template_name, "base") == 0 ? 0 : -1);
+	snprintf(m->id, sizeof(m->id), "%s", fm->id);
+	snprintf(m->workspace, sizeof(m->workspace), "%s", ctx->workspace);
+	snprintf(m->template_name, sizeof(m->template_name), "%s", fm->template_name);
+	if (ctx->sandbox_url)
+		snprintf(m->url, sizeof(m->url), "%s", ctx->sandbox_url);
+	else
+		snprintf(m->url, sizeof(m->url), "https://%d-%s.%s", FC_ENVD_PORT, fm->id, fm->domain);
+	m->handle = fm;
+	return 0;
+}
+
+int fc_machine_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
+		      struct sg_machine *m, struct sg_err *err)
+{
+	struct fc_ctx *ctx = priv;
+	const char *tpl = req->template_name && *req->template_name ? req->template_name
+								     : ctx->default_template;
+	unsigned lifetime = req->lifetime_s ? req->lifetime_s : FC_DEFAULT_LIFETIME;
+	struct fc_sandbox_info info;
+	json_t *body;
+	int ret;
+
+	if (lifetime > 86400)
+		lifetime = 86400; /* ref. 1: FC's limit */
+	body = fc_create_body(req, tpl, lifetime);
+	if (!body)
+		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	ret = fc_api_create(ctx, body, call, &info, NULL, err);
+	json_decref(body);
+	if (ret < 0) {
+		if (err && err->code == SG_E_NOTFOUND)
+			ctx->host->errf(err, SG_E_NOTFOUND,
+					"fc: template '%s' does not exist on the platform (FC has code-interpreter-v1 and base, plus your own)",
+					tpl);
+		return -1;
+	}
+	if (fc_bind(ctx, &info, tpl, m, err) < 0) {
+		struct sg_err kerr;
+
+		fc_api_kill(ctx, info.id, NULL, &kerr); /* do not leak it in the cloud */
+		return -1;
+	}
+	explicit_bzero(&info, sizeof(info));
+	ctx->host->log(SG_LOG_INFO, FC_PLUGIN, "created sandbox %s (template %s, envd %s)", m->id,
+		       m->template_name, ((struct fc_machine *)m->handle)->envd_version);
+	return 0;
+}
+
+int fc_machine_attach(void *priv, const char *id, struct sg_call *call, struct sg_machine *m,
+		      struct sg_err *err)
+{
+	struct fc_ctx *ctx = priv;
+	struct fc_sandbox_info info;
+	int ret;
+
+	if (fc_api_get(ctx, id, call, &info, err) < 0)
+		return -1;
+	if (info.state[0] && strcmp(info.state, "running") != 0) {
+		explicit_bzero(&info, sizeof(info));
+		return ctx->host->errf(err, SG_E_NOTFOUND, "fc: sandbox '%s' is %s, not running", id,
+				       info.state);
+	}
+	ret = fc_bind(ctx, &info, NULL, m, err);
+	explicit_bzero(&info, sizeof(info));
+	return ret;
+}
+
+int fc_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_err *err)
+{
+	struct fc_machine *fm = m ? m->handle : NULL;
+	struct fc_ctx *ctx = fm ? fm->ctx : m ? m->backend_priv : NULL;
+
+	if (!ctx || !m->id[0])
+		return fc_machine_of(m, err) ? 0 : -1;
+	return fc_api_kill(ctx, m->id, call, err);
+}
+
+void fc_machine_release(struct sg_machine *m)
+{
+	struct fc_machine *fm = m ? m->handle : NULL;
+
+	if (!fm)
+		return;
+	explicit_bzero(fm->token, sizeof(fm->token));
+	free(fm);
+	m->handle = NULL;
+}
+
+static const char *fc_meta(const json_t *md, const char *key)
+{
+	const char *v = json_string_value(json_object_get(md, key));
+
+	return v ? v : "";
+}
+
+/* One listed sandbox into e; false when it is not sandgate's. */
+static bool fc_list_entry(const json_t *item, struct sg_machine_entry *e)
+{
+	const json_t *md = json_object_get(item, "metadata");
+	const char *id = json_string_value(json_object_get(item, "sandboxID"));
+	const char *state = json_string_value(json_object_get(item, "state"));
+
+	if (!id || !fc_id_valid(id) || strcmp(fc_meta(md, FC_META_MANAGED), "1") != 0)
+		return false;
+	memset(e, 0, sizeof(*e));
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	snprintf(e->owner, sizeof(e->owner), "%s", fc_meta(md, FC_META_OWNER));
+	snprintf(e->session_hash, sizeof(e->session_hash), "%s", fc_meta(md, FC_META_SESSION));
+	e->created = strtoll(fc_meta(md, FC_META_CREATED), NULL, 10);
+	e->lifetime_s = (unsigned)strtoul(fc_meta(md, FC_META_LIFETIME), NULL, 10);
+	e->running = !state || strcmp(state, "running") == 0;
+	e->persistent = strcmp(fc_meta(md, FC_META_PERSISTENT), "1") == 0;
+	return true;
+}
+
+int fc_machine_list(void *priv, struct sg_call *call, struct sg_machine_entry **entries,
+		    size_t *n, struct sg_err *err)
+{
+	struct fc_ctx *ctx = priv;
+	json_t *arr = NULL, *item;
+	size_t i, k = 0;
+
+	*entries = NULL;
+	*n = 0;
+	if (!ctx->api_key)
+		return ctx->host->errf(err, SG_E_PERM, "fc: no API key set: cannot list sandboxes");
+	if (fc_api_list(ctx, call, &arr, err) < 0)
+		return -1;
+	/* freed by the caller with free() (plugin.h) */
+	*entries = calloc(json_array_size(arr) + 1, sizeof(**entries));
+	if (!*entries) {
+		json_decref(arr);
+		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	}
+	json_array_foreach(arr, i, item)
+		if (fc_list_entry(item, &(*entries)[k]))
+			k++;
+	*n = k;
+	json_decref(arr);
+	return 0;
+}
+
+/* ref. 2.7: the expiry moves to now + lifetime.  Sent beside the call, never
+ * before it: this only queues work for the keepalive thread, and at most
+ * once per keepalive_interval per sandbox. */
+int fc_machine_keepalive(struct sg_machine *m, unsigned lifetime_s, struct sg_err *err)
+{
+	struct fc_machine *fm = fc_machine_of(m, err);
+	int64_t now = fc_now_ms(), last;
+
+	if (!fm)
+		return -1;
+	last = atomic_load(&fm->last_keepalive_ms);
+	if (now - last < (int64_t)fm->ctx->keepalive_interval_s * 1000)
+		return 0;
+	if (!atomic_compare_exchange_strong(&fm->last_keepalive_ms, &last, now))
+		return 0; /* another thread just queued it */
+	fc_keepalive_push(fm->ctx->ka, fm->id, lifetime_s);
+	return 0;
+}

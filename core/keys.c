@@ -65,8 +65,24 @@ static const struct sg_config_key server_keys[] = {
 	{ 0 }
 };
 
+static const struct sg_config_key audit_keys[] = {
+	{ .key = "log_path",
+	  .help = "audit database, one row per tool call (default <state dir>/audit.db); empty: rows go to the log and sandbox_audit_query is not offered" },
+	{ 0 }
+};
+
+static const struct sg_config_key shell_keys[] = {
+	{ .key = "max_output", .def = "50000", .accepts = "uint",
+	  .help = "bytes of output sandbox_shell_exec returns by default (head and tail kept)" },
+	{ .key = "timeout", .def = "30", .accepts = "uint",
+	  .help = "seconds sandbox_shell_exec waits by default before answering status running" },
+	{ 0 }
+};
+
 void sg_core_keys_register(void)
 {
+	sg_config_register("audit", audit_keys);
+	sg_config_register("shell", shell_keys);
 	sg_config_register("log", log_keys);
 	sg_config_register("plugin", plugin_keys);
 	sg_config_register("sandbox", sandbox_keys);

@@ -12,6 +12,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/machine.h"
+#include "core/persist.h"
 #include "core/plugin.h"
 #include "core/session.h"
 #include "core/state.h"
@@ -132,6 +133,13 @@ static void entry_unlink_locked(struct sg_entry *e)
 	}
 }
 
+void sg_machine_ref(struct sg_entry *e)
+{
+	pthread_mutex_lock(&reg_lock);
+	e->refs++;
+	pthread_mutex_unlock(&reg_lock);
+}
+
 void sg_machine_put(struct sg_entry *e)
 {
 	int left;
@@ -169,21 +177,53 @@ static bool visible(const struct sg_entry *e, const struct sg_session *s)
 		return strcmp(e->session_hash, s->hash) == 0;
 	if (e->adopted)
 		return strncmp(s->owner, "local:", 6) == 0 && strcmp(e->owner, s->owner) == 0;
-	return strcmp(e->owner, s->owner) == 0 || shared_machine(e->m.id);
+	return strcmp(e->owner, s->owner) == 0 || shared_machine(e->m.id) ||
+	       (e->name[0] && shared_machine(e->name));
 }
 
-struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_err *err)
+static bool adopt_persistent(bool only_if_changed);
+
+size_t sg_machine_list_visible(struct sg_session *s, struct sg_entry ***out)
+{
+	size_t n = 0, k = 0;
+
+	wait_ready();
+	adopt_persistent(true);
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_entry *e = registry; e; e = e->next)
+		n += visible(e, s);
+	*out = sg_xcalloc(n ? n : 1, sizeof(**out));
+	/* The registry is newest first: fill from the back for oldest first. */
+	for (struct sg_entry *e = registry; e; e = e->next) {
+		if (!visible(e, s))
+			continue;
+		e->refs++;
+		(*out)[n - 1 - k++] = e;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return n;
+}
+
+static void (*destroy_hook)(struct sg_entry *e);
+
+void sg_machine_set_destroy_hook(void (*fn)(struct sg_entry *e))
+{
+	destroy_hook = fn;
+}
+
+/* The one machine visible to s that id names, with a reference, or NULL. */
+static struct sg_entry *lookup(struct sg_session *s, const char *id)
 {
 	struct sg_entry *found = NULL;
 	size_t n = strlen(id);
 	int matches = 0;
 
-	wait_ready();
 	pthread_mutex_lock(&reg_lock);
 	for (struct sg_entry *e = registry; e; e = e->next) {
 		if (!visible(e, s))
 			continue;
-		if (strcmp(e->m.id, id) == 0) {
+		/* A persistent machine's name works wherever an id does. */
+		if (strcmp(e->m.id, id) == 0 || (e->name[0] && strcmp(e->name, id) == 0)) {
 			found = e;
 			matches = 1;
 			break;
@@ -198,6 +238,18 @@ struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_
 	else
 		found = NULL;
 	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_err *err)
+{
+	struct sg_entry *found;
+
+	wait_ready();
+	found = lookup(s, id);
+	/* Another sandgate process may have made a persistent machine. */
+	if (!found && adopt_persistent(true))
+		found = lookup(s, id);
 	if (!found)
 		sg_errf(err, SG_E_NOTFOUND,
 			"sandbox_id '%s' not found: it was killed, expired, or never existed in this session; omit sandbox_id to use the default sandbox or call create_sandbox",
@@ -215,6 +267,85 @@ static struct sg_entry *entry_new(struct sg_plugin *p)
 	e->plugin = p;
 	e->refs = 1; /* the registry's */
 	return e;
+}
+
+/* ---- persistent machines (core/persist.c keeps their records) ----------- */
+
+static void persist_record(const struct sg_entry *e)
+{
+	json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "backend", e->m.backend->name,
+				"id", e->m.id, "name", e->name, "owner", e->owner, "purpose", e->purpose,
+				"template", e->m.template_name, "created", (json_int_t)e->created);
+
+	if (rec)
+		sg_persist_put(rec);
+	json_decref(rec);
+}
+
+void sg_machine_set_purpose(struct sg_entry *e, const char *purpose)
+{
+	snprintf(e->purpose, sizeof(e->purpose), "%s", purpose ? purpose : "");
+	if (!e->ephemeral)
+		persist_record(e);
+}
+
+static const char *text_of(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+static bool registered(const char *backend, const char *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_entry *e = registry; e && !found; e = e->next)
+		found = !strcmp(e->m.backend->name, backend) && !strcmp(e->m.id, id);
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
+/* Registers the persistent machines of the records file that this process
+ * does not know yet (startup, or another process made one).  A machine that
+ * is gone from its backend loses its record. */
+static bool adopt_persistent(bool only_if_changed)
+{
+	bool changed, added = false;
+	json_t *recs = sg_persist_load(only_if_changed, &changed), *r;
+	size_t i;
+
+	if (!recs)
+		return false;
+	json_array_foreach(recs, i, r) {
+		const char *b = json_string_value(json_object_get(r, "backend"));
+		const char *id = json_string_value(json_object_get(r, "id"));
+		struct sg_plugin *p = b ? sg_plugin_find(b) : NULL;
+		struct sg_entry *e;
+		struct sg_err err;
+
+		if (!p || !id || registered(b, id) || !SG_HAS(p->b, machine_attach))
+			continue;
+		e = entry_new(p);
+		if (p->b->machine_attach(p->priv, id, NULL, &e->m, &err) < 0) {
+			e->m.handle = NULL;
+			entry_free(e);
+			if (err.code == SG_E_NOTFOUND || err.code == SG_E_GONE)
+				sg_persist_delete(b, id);
+			continue;
+		}
+		snprintf(e->name, sizeof(e->name), "%s", text_of(r, "name"));
+		snprintf(e->owner, sizeof(e->owner), "%s", text_of(r, "owner"));
+		snprintf(e->purpose, sizeof(e->purpose), "%s", text_of(r, "purpose"));
+		e->created = json_integer_value(json_object_get(r, "created"));
+		atomic_store(&e->last_used, sg_time_s());
+		entry_link(e);
+		added = true;
+		SG_INFO("found persistent machine %s (%.12s on %s)", e->name, e->m.id, b);
+	}
+	json_decref(recs);
+	return added;
 }
 
 int sg_machine_create(struct sg_session *s, const char *backend,
@@ -244,6 +375,7 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 	snprintf(e->session_hash, sizeof(e->session_hash), "%s", s->hash);
 	snprintf(e->owner, sizeof(e->owner), "%s", s->owner);
 	e->ephemeral = !req->persistent;
+	snprintf(e->name, sizeof(e->name), "%s", req->name ? req->name : "");
 	e->lifetime_s = req->lifetime_s;
 	e->created = sg_time_s();
 	atomic_store(&e->last_used, e->created);
@@ -253,6 +385,8 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 			     e->created);
 	e->refs++; /* the caller's */
 	entry_link(e);
+	if (!e->ephemeral)
+		persist_record(e);
 	SG_INFO("created sandbox %.12s on %s (template %s, lifetime %us, session %s)", e->m.id,
 		backend, e->m.template_name, e->lifetime_s, s->hash);
 	*out = e;
@@ -280,6 +414,8 @@ void sg_machine_touch(struct sg_entry *e)
 
 static int destroy(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
 {
+	if (destroy_hook)
+		destroy_hook(e);
 	sg_err_clear(err);
 	if (e->m.backend->machine_destroy(&e->m, call, err) < 0) {
 		if (err && err->code == SG_E_OK)
@@ -287,6 +423,8 @@ static int destroy(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
 		return -1;
 	}
 	sg_state_delete(e->m.backend->name, e->m.id);
+	if (!e->ephemeral)
+		sg_persist_delete(e->m.backend->name, e->m.id);
 	SG_INFO("destroyed sandbox %.12s on %s", e->m.id, e->m.backend->name);
 	return 0;
 }
@@ -455,6 +593,7 @@ void sg_machine_adopt_orphans(void)
 			adopt_one(p, &list[i], owner);
 		free(list);
 	}
+	adopt_persistent(false);
 }
 
 /* ---- dispatch wrappers --------------------------------------------------- */
@@ -523,6 +662,59 @@ int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,
 	if (e->m.backend->file_list(&e->m, path, call, entries, err) < 0)
 		return slot_failed(e, err, "file list");
 	return 0;
+}
+
+int sg_m_stream_open(struct sg_entry *e, const struct sg_exec_req *req,
+		     struct sg_stream **out, struct sg_err *err)
+{
+	const struct sg_backend *b;
+
+	CHECK_ENTRY(e);
+	b = e->m.backend;
+	*out = NULL;
+	if (!SG_HAS(b, stream_open) || !SG_HAS(b, stream_write) || !SG_HAS(b, stream_read) ||
+	    !SG_HAS(b, stream_close))
+		return sg_errf(err, SG_E_NOTSUP,
+			       "backend '%s' has no interactive streams, so no persistent shell: use run_command",
+			       b->name);
+	sg_err_clear(err);
+	sg_machine_touch(e);
+	if (b->stream_open(&e->m, req, out, err) < 0)
+		return slot_failed(e, err, "opening a shell");
+	return 0;
+}
+
+ssize_t sg_m_stream_write(struct sg_entry *e, struct sg_stream *st, const void *p, size_t n,
+			  struct sg_err *err)
+{
+	ssize_t r;
+
+	CHECK_ENTRY(e);
+	sg_err_clear(err);
+	sg_machine_touch(e);
+	r = e->m.backend->stream_write(st, p, n, err);
+	if (r < 0 && err && err->code == SG_E_OK)
+		sg_errf(err, SG_E_IO, "writing to a shell on sandbox '%s' failed", e->m.id);
+	return r;
+}
+
+ssize_t sg_m_stream_read(struct sg_entry *e, struct sg_stream *st, void *p, size_t n,
+			 int timeout_ms, struct sg_err *err)
+{
+	ssize_t r;
+
+	CHECK_ENTRY(e);
+	sg_err_clear(err);
+	r = e->m.backend->stream_read(st, p, n, timeout_ms, err);
+	if (r < 0 && err && err->code == SG_E_OK)
+		sg_errf(err, SG_E_IO, "reading from a shell on sandbox '%s' failed", e->m.id);
+	return r;
+}
+
+int sg_m_stream_close(struct sg_entry *e, struct sg_stream *st, int *exit_code)
+{
+	CHECK_ENTRY(e);
+	return e->m.backend->stream_close(st, exit_code);
 }
 
 int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_call *call,

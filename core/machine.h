@@ -36,6 +36,8 @@ struct sg_entry {
 	int64_t last_saved;     /* last_used as written to the state db */
 	int refs;               /* registry's + borrowers' (guarded by the registry lock) */
 	bool dead;              /* destroyed or being destroyed */
+	char name[SG_ID_MAX];   /* persistent machine name, "" when none */
+	char purpose[128];      /* what the machine is for (sandbox_env), "" when none */
 	struct sg_entry *next;
 };
 
@@ -49,6 +51,21 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 /* Finds a machine visible to s by id (or an unambiguous prefix of at least 8
  * characters).  Returns a reference or NULL with SG_E_NOTFOUND. */
 struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_err *err);
+
+/* Every machine visible to s, oldest first, each a reference: *out is a
+ * new array (free() it after sg_machine_put() on each).  Returns the count. */
+size_t sg_machine_list_visible(struct sg_session *s, struct sg_entry ***out);
+
+/* Called with each machine just before it is destroyed (kill, expiry,
+ * session end), so per-machine state such as shells ends first.  One hook. */
+void sg_machine_set_destroy_hook(void (*fn)(struct sg_entry *e));
+
+/* Sets what a machine is for (sandbox_env); a persistent machine's record
+ * is updated too. */
+void sg_machine_set_purpose(struct sg_entry *e, const char *purpose);
+
+/* Takes another reference on e (the caller already holds one). */
+void sg_machine_ref(struct sg_entry *e);
 
 /* Drops a reference; the last one frees the entry (releasing the plugin's
  * handle, not destroying the machine). */
@@ -100,6 +117,15 @@ int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size
 		    const struct sg_write_opts *opts, struct sg_call *call, struct sg_err *err);
 int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,
 		   json_t **entries, struct sg_err *err);
+/* Persistent shells: the plugin's stream slots (SG_E_NOTSUP without). */
+int sg_m_stream_open(struct sg_entry *e, const struct sg_exec_req *req,
+		     struct sg_stream **out, struct sg_err *err);
+ssize_t sg_m_stream_write(struct sg_entry *e, struct sg_stream *st, const void *p, size_t n,
+			  struct sg_err *err);
+/* Does not count as a use: a shell's reader polls it all the time. */
+ssize_t sg_m_stream_read(struct sg_entry *e, struct sg_stream *st, void *p, size_t n,
+			 int timeout_ms, struct sg_err *err);
+int sg_m_stream_close(struct sg_entry *e, struct sg_stream *st, int *exit_code);
 int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_call *call,
 		  struct sg_code_result *res, struct sg_err *err);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/audit.h"
 #include "core/call.h"
 #include "core/conf.h"
 #include "core/jsonrpc.h"
@@ -55,6 +56,10 @@ static void batch_done(struct batch *b, json_t *reply)
 		struct sg_call c = { .session = b->s, .transport_ctx = b->ctx };
 
 		sg_session_send(b->s, &c, json_incref(b->replies), true);
+	} else if (b->s->ops->dropped) {
+		struct sg_call c = { .session = b->s, .transport_ctx = b->ctx };
+
+		b->s->ops->dropped(b->s->ctx, &c);
 	}
 	json_decref(b->replies);
 	pthread_mutex_destroy(&b->lock);
@@ -126,17 +131,25 @@ static void *tool_thread(void *arg)
 	struct sg_session *s = call->session;
 	struct sg_tool_ctx t = { .s = s, .call = call };
 	json_t *result;
-	int64_t t0 = sg_now_ms();
+	int64_t t0 = sg_now_ms(), took;
+	bool cancelled;
 
 	result = sg_tool_call(&t, job->tool, job->args);
 	atomic_store(&call->done, true);
-	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)(sg_now_ms() - t0));
+	took = sg_now_ms() - t0;
+	cancelled = sg_call_cancelled(call);
+	/* The row is written before the reply, so a client that queries the
+	 * log next sees the call it just made (a WAL insert costs microseconds). */
+	sg_audit_tool_call(s, job->tool->name, job->args, result, took, cancelled);
+	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)took);
 	/* A cancelled request gets no response (basic/utilities/cancellation). */
-	if (sg_call_cancelled(call)) {
+	if (cancelled) {
 		SG_INFO("tools/call %s cancelled, no response sent", job->tool->name);
 		json_decref(result);
 		if (job->rt.batch)
 			batch_done(job->rt.batch, NULL);
+		else if (s->ops->dropped)
+			s->ops->dropped(s->ctx, call);
 	} else {
 		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
 	}
@@ -235,6 +248,26 @@ static json_t *handle_set_level(struct sg_session *s, struct sg_rpc_msg *m)
 	return sg_rpc_result(m->id, json_object());
 }
 
+/* tools/list outside a batch: the cached result text is spliced into the
+ * response instead of serialising the whole list for every request. */
+static void send_tools_list(struct sg_session *s, struct reply_to *rt, json_t *id)
+{
+	struct sg_call c = { .session = s, .transport_ctx = rt->ctx };
+	char *idtext = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	size_t tlen, len;
+	const char *tools = sg_tools_list_text(&tlen);
+	char *msg;
+
+	if (!idtext)
+		abort(); /* out of memory: the sg_xmalloc policy */
+	len = strlen(idtext) + tlen + 40;
+	msg = sg_xmalloc(len);
+	len = (size_t)snprintf(msg, len, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idtext, tools);
+	s->ops->send(s->ctx, &c, msg, len, true);
+	free(msg);
+	free(idtext);
+}
+
 /* Handles one request or notification.  Returns the reply to send now, or
  * NULL (notification, or a reply that a thread will send). */
 static json_t *dispatch(struct sg_session *s, struct sg_rpc_msg *m, struct reply_to *rt,
@@ -276,6 +309,11 @@ static json_t *dispatch(struct sg_session *s, struct sg_rpc_msg *m, struct reply
 		if (cursor && !json_is_null(cursor))
 			return sg_rpc_error(m->id, SG_RPC_INVALID_PARAMS,
 					    "invalid cursor: tools/list has a single page; call it without a cursor", NULL);
+		if (!rt->batch) {
+			send_tools_list(s, rt, m->id);
+			*async = true; /* answered already */
+			return NULL;
+		}
 		return sg_rpc_result(m->id, json_incref(sg_tools_list()));
 	}
 	if (!strcmp(m->method, "tools/call")) {

@@ -23,6 +23,10 @@ struct sg_transport_ops {
 	 * is true for the response that ends the call.  Thread-safe. */
 	void (*send)(void *ctx, struct sg_call *call, const char *data, size_t len,
 		     bool final);
+	/* Optional: nothing will be sent for `call` after all (a cancelled
+	 * request gets no response, MCP basic/utilities/cancellation), so a
+	 * transport waiting for its final response can stop waiting. */
+	void (*dropped)(void *ctx, struct sg_call *call);
 };
 
 struct sg_session {

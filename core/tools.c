@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,19 @@ static const struct sg_tool *tools[SG_TOOLS_MAX];
 static json_t *schemas[SG_TOOLS_MAX];
 static size_t n_tools;
 static json_t *tools_list;
+/* The serialised tools/list result, so HTTP does not re-dump it per request
+ * (doc/http.md "Performance"); built and read under tools_text_lock. */
+static char *tools_text;
+static size_t tools_text_len;
+static pthread_mutex_t tools_text_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tools_text_clear(void)
+{
+	pthread_mutex_lock(&tools_text_lock);
+	free(tools_text);
+	tools_text = NULL;
+	pthread_mutex_unlock(&tools_text_lock);
+}
 
 void sg_tools_register(const struct sg_tool *family, size_t n)
 {
@@ -38,15 +52,18 @@ void sg_tools_register(const struct sg_tool *family, size_t n)
 	}
 	json_decref(tools_list);
 	tools_list = NULL;
+	tools_text_clear();
 }
 
 void sg_tools_fini(void)
 {
+	sg_tools_env_fini();
 	for (size_t i = 0; i < n_tools; i++)
 		json_decref(schemas[i]);
 	n_tools = 0;
 	json_decref(tools_list);
 	tools_list = NULL;
+	tools_text_clear();
 }
 
 const struct sg_tool *sg_tool_find(const char *name)
@@ -78,6 +95,23 @@ json_t *sg_tools_list(void)
 						     "inputSchema", schemas[i]));
 	tools_list = json_pack("{s:o}", "tools", arr);
 	return tools_list;
+}
+
+const char *sg_tools_list_text(size_t *len)
+{
+	const char *text;
+
+	pthread_mutex_lock(&tools_text_lock);
+	if (!tools_text) {
+		tools_text = json_dumps(sg_tools_list(), JSON_COMPACT);
+		if (!tools_text)
+			abort(); /* out of memory: the sg_xmalloc policy */
+		tools_text_len = strlen(tools_text);
+	}
+	text = tools_text;
+	*len = tools_text_len;
+	pthread_mutex_unlock(&tools_text_lock);
+	return text;
 }
 
 /* Unknown argument names are refused: a typo ("comand") would otherwise be
@@ -135,6 +169,12 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 	json_decref(empty);
 	extra = json_incref(json_object_get(result, "_content"));
 	json_object_del(result, "_content");
+	/* A result of only "_content" is exactly those blocks (the conformance
+	 * fixtures, core/fixtures.c): no JSON text, no empty structuredContent. */
+	if (json_is_array(extra) && json_object_size(result) == 0) {
+		json_decref(result);
+		return json_pack("{s:o}", "content", extra);
+	}
 	text = json_dumps(result, JSON_COMPACT);
 	content = json_array();
 	json_array_append_new(content, text_block(text ? text : "{}"));
@@ -288,8 +328,9 @@ int sg_arg_env(json_t *args, const char *name, char ***out, struct sg_err *err)
 
 json_t *sg_json_bytes(const char *p, size_t n)
 {
-	char *clean = sg_utf8_sanitize(p ? p : "", p ? n : 0, NULL);
-	json_t *s = json_string(clean);
+	size_t len;
+	char *clean = sg_utf8_sanitize_keep_nul(p ? p : "", p ? n : 0, &len);
+	json_t *s = json_stringn(clean, len);
 
 	free(clean);
 	return s;

@@ -39,14 +39,23 @@ struct sg_tool {
 /* Registers a family of tools (static storage).  Aborts when a schema is
  * not valid JSON: that is a bug, caught by the first test run. */
 void sg_tools_register(const struct sg_tool *tools, size_t n);
-/* Registers the built-in families (cloud tools). */
+/* Registers the built-in families (cloud tools, sandbox_env tools). */
 void sg_tools_init(void);
 void sg_tools_fini(void);
+
+/* The sandbox_env family (core/tools_env.c): shells, files, sandbox_env,
+ * and sandbox_audit_query when the audit log is file-backed.  fini closes
+ * the shells and the audit database. */
+void sg_tools_env_init(void);
+void sg_tools_env_fini(void);
 
 const struct sg_tool *sg_tool_find(const char *name);
 
 /* The tools/list result, built once and cached.  Borrowed JSON. */
 json_t *sg_tools_list(void);
+/* The same, serialised compactly, and its length.  Thread-safe; borrowed,
+ * valid until the next sg_tools_register() or sg_tools_fini(). */
+const char *sg_tools_list_text(size_t *len);
 
 /* Runs a tool and returns the CallToolResult (new reference).  args may be
  * NULL (no arguments). */

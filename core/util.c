@@ -194,7 +194,7 @@ bool sg_utf8_valid(const char *p, size_t n)
 	return true;
 }
 
-char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced)
+static char *sanitize(const char *p, size_t n, bool keep_nul, bool *replaced, size_t *outlen)
 {
 	const unsigned char *u = (const unsigned char *)p;
 	char *out, *o;
@@ -207,7 +207,7 @@ char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced)
 	for (size_t i = 0; i < n;) {
 		size_t l = utf8_seq(u + i, n - i);
 
-		if (l == 0 || u[i] == 0) {
+		if (l == 0 || (u[i] == 0 && !keep_nul)) {
 			/* NUL would cut strings short downstream; replace it too. */
 			memcpy(o, "\xef\xbf\xbd", 3);
 			o += 3;
@@ -221,7 +221,19 @@ char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced)
 		i += l;
 	}
 	*o = '\0';
+	if (outlen)
+		*outlen = (size_t)(o - out);
 	return out;
+}
+
+char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced)
+{
+	return sanitize(p, n, false, replaced, NULL);
+}
+
+char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen)
+{
+	return sanitize(p, n, true, NULL, outlen);
 }
 
 char *sg_base64_encode(const void *p, size_t n)

@@ -32,9 +32,14 @@ int sg_random_bytes(void *p, size_t n);
 int sg_random_hex(char *out, size_t n);
 
 /* Returns a new NUL-terminated string holding p[0..n) as valid UTF-8: each
- * invalid sequence becomes U+FFFD.  Caller frees.  *replaced (may be NULL)
- * says whether anything was replaced. */
+ * invalid sequence becomes U+FFFD, and so does a NUL byte (which would cut
+ * a C string short).  Caller frees.  *replaced (may be NULL) says whether
+ * anything was replaced. */
 char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced);
+
+/* The same, keeping NUL bytes (JSON can carry them as \u0000): *outlen gets
+ * the length of the result, which may hold NULs.  Caller frees. */
+char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen);
 /* True when p[0..n) is valid UTF-8 without NUL bytes. */
 bool sg_utf8_valid(const char *p, size_t n);
 

@@ -10,16 +10,20 @@
  *   files.c    files through the archive API and small exec scripts
  *   demux.c    the 8-byte-header stream parser (see demux.h)
  *   tar.c      libarchive in memory (see tar.h)
+ *   runner.c   the in-sandbox runner: upload, start, restart, fallback
+ *   rexec.c    commands and streams through the runner
  */
 #ifndef SG_DOCKER_DOCKER_H
 #define SG_DOCKER_DOCKER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include <sandgate/plugin.h>
 
 #include "plugins/docker/engine.h"
+#include "plugins/runner/client.h"
 
 #define DOCKER_PLUGIN "docker"
 
@@ -43,11 +47,40 @@ struct docker_ctx {
 	const char *default_template;    /* borrowed from the config */
 	size_t file_cap;                 /* [docker] file_cap */
 	unsigned api_timeout_s;          /* [docker] api_timeout */
+	bool runner_on;                  /* [docker] runner */
+	bool runner_faults;              /* SANDGATE_RUNNER_FAULTS=1: tests only */
+
+	/* The runner binary on this host, read once (runner.c). */
+	pthread_mutex_t bin_lock;        /* guards the bin_* fields */
+	bool bin_tried;
+	unsigned char *bin;              /* its bytes (owned, freed by fini) */
+	size_t bin_len;
+	char bin_id[RN_BUILD_ID_LEN + 1];/* FNV-1a 64 of bin */
+	char bin_path[SG_PATH_MAX];      /* where it was found */
+	char bin_why[256];               /* why there is none */
+};
+
+/* Where a machine's runner stands. */
+enum docker_runner_state {
+	DOCKER_RUNNER_IDLE = 0,    /* not started yet */
+	DOCKER_RUNNER_ACTIVE,      /* a connection exists (maybe just died) */
+	DOCKER_RUNNER_FALLBACK,    /* cannot run here: plain docker exec */
+	DOCKER_RUNNER_OFF          /* [docker] runner = false */
 };
 
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct docker_machine {
-	struct docker_ctx *ctx; /* borrowed from init() */
+	struct docker_ctx *ctx;         /* borrowed from init() */
+	pthread_mutex_t rlock;          /* guards the runner fields below */
+	struct rn_conn *conn;           /* the runner connection (opener's ref) */
+	enum docker_runner_state rstate;
+	char rwhy[640];                 /* why FALLBACK, or how the last one ended */
+	char rpath[SG_PATH_MAX];        /* the runner's path in the container */
+	char reid[80];                  /* exec id of the current runner */
+	char rnote[200];                /* its last stderr line (the engine's
+					   "exec format error" comes that way) */
+	unsigned restarts;
+	long long start_ms;             /* how long the last start took */
 };
 
 /* Returns the context of a machine made by this plugin, or NULL (err filled). */
@@ -105,6 +138,58 @@ int docker_exec_wait(struct docker_ctx *ctx, const char *eid);
 /* Kills process group pgid (> 1) in container cid with a second exec. */
 void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid);
 
+/* Runs r in machine m: through the runner when it works there, else with
+ * docker_run().  Same contract as docker_run(). */
+int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
+		       const struct docker_run *r, const char *command,
+		       struct sg_call *call, struct sg_exec_result *res,
+		       struct sg_err *err);
+
+/* ---- runner.c ---------------------------------------------------------------- */
+
+/* Reads the configuration ([docker] runner, runner_path) into ctx. */
+void docker_runner_setup(struct docker_ctx *ctx);
+void docker_runner_teardown(struct docker_ctx *ctx);
+void docker_runner_machine_init(struct docker_machine *dm);
+/* Ends the machine's runner connection (handle release). */
+void docker_runner_machine_fini(struct docker_machine *dm);
+
+/* A working runner connection for m, started (or restarted) on demand.
+ * Returns 0 with a reference in *out (rn_conn_put), 1 when this machine uses
+ * plain docker exec, -1 with err (SG_E_GONE: the container is gone). */
+int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
+		      struct rn_conn **out, struct sg_err *err);
+
+/* The runner state of m as JSON (sandbox_env status); caller's reference. */
+json_t *docker_runner_status(struct sg_machine *m);
+sg_action_fn docker_action_runner;
+
+/* ---- rexec.c ----------------------------------------------------------------- */
+
+/* Runs a one-shot command through m's runner.  Returns 0 when it ran (as
+ * docker_run), -1 with err, or 1 when the runner is not available (or the
+ * request does not fit in a frame): then the caller uses docker_run(). */
+int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
+		       const struct docker_run *r, const char *command,
+		       struct sg_call *call, struct sg_exec_result *res,
+		       struct sg_err *err);
+
+/* An interactive stream through the runner (stdin open, output merged, and
+ * with status_fd >= 3 a status channel).  Owned by the sg_stream that holds
+ * it (stream.c), freed by docker_rstream_close(). */
+struct docker_rstream;
+
+/* Returns 0 with *out, -1 with err, or 1 when the runner is not available. */
+int docker_rstream_open(struct docker_ctx *ctx, const struct sg_machine *m,
+			const struct sg_exec_req *req, int status_fd,
+			struct docker_rstream **out, struct sg_err *err);
+ssize_t docker_rstream_write(struct docker_rstream *rs, const void *p, size_t n,
+			     struct sg_err *err);
+/* As stream_read; *channel (may be NULL) gets enum sg_stream_channel. */
+ssize_t docker_rstream_read(struct docker_rstream *rs, void *p, size_t n,
+			    int timeout_ms, int *channel, struct sg_err *err);
+int docker_rstream_close(struct docker_rstream *rs, int *exit_code);
+
 /* ---- machine.c --------------------------------------------------------------- */
 
 sg_machine_create_fn docker_machine_create;
@@ -119,6 +204,8 @@ sg_stream_open_fn docker_stream_open;
 sg_stream_write_fn docker_stream_write;
 sg_stream_read_fn docker_stream_read;
 sg_stream_close_fn docker_stream_close;
+sg_stream_open_status_fn docker_stream_open_status;
+sg_stream_read_ch_fn docker_stream_read_ch;
 
 /* ---- files.c ----------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /*
- * One-shot commands through docker exec (Tty=false, stdin closed).
+ * One-shot commands through docker exec (Tty=false, stdin closed): the path
+ * when the container's runner is not available (rexec.c is the fast one).
  *
  * The Engine API cannot signal an exec, so every command runs under a small
  * wrapper in the same exec that starts it in a new session (hence a new
@@ -564,6 +565,16 @@ int docker_check_env(struct docker_ctx *ctx, const char *const *env,
 	return 0;
 }
 
+int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
+		       const struct docker_run *r, const char *command,
+		       struct sg_call *call, struct sg_exec_result *res,
+		       struct sg_err *err)
+{
+	int rc = docker_runner_exec(ctx, m, r, command, call, res, err);
+
+	return rc == 1 ? docker_run(ctx, m->id, r, call, res, err) : rc;
+}
+
 /* ---- the exec slot ------------------------------------------------------------- */
 
 /* Runs req in the machine: stdin closed, stdout and stderr apart and capped,
@@ -595,7 +606,7 @@ int docker_exec(struct sg_machine *m, const struct sg_exec_req *req,
 		.group = true,
 	};
 	t0 = docker_now_ms();
-	rc = docker_run(ctx, m->id, &r, call, res, err);
+	rc = docker_run_machine(ctx, m, &r, req->command, call, res, err);
 	ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN,
 		       "exec in %.12s: %s, exit %d, signal %d, %zu+%zu bytes, %lld ms%s",
 		       m->id, rc < 0 ? "failed" : "ran", res->exit_code, res->signal,

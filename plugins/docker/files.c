@@ -107,7 +107,7 @@ static int docker_sh(struct docker_ctx *ctx, const struct sg_machine *m,
 	for (i = 0; args[i] && i + 5 < sizeof(argv) / sizeof(argv[0]); i++)
 		argv[4 + i] = args[i];
 	argv[4 + i] = NULL;
-	if (docker_run(ctx, m->id, &r, call, res, err) < 0)
+	if (docker_run_machine(ctx, m, &r, NULL, call, res, err) < 0)
 		return -1;
 	if (res->timed_out)
 		return ctx->host->errf(err, SG_E_TIMEOUT, "file operation in %.12s took "

@@ -38,6 +38,7 @@ static int docker_handle_new(struct docker_ctx *ctx, struct sg_machine *m,
 	if (!dm)
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	dm->ctx = ctx;
+	docker_runner_machine_init(dm);
 	m->handle = dm;
 	return 0;
 }
@@ -397,6 +398,8 @@ void docker_machine_release(struct sg_machine *m)
 {
 	if (!m)
 		return;
+	if (m->handle)
+		docker_runner_machine_fini(m->handle);
 	free(m->handle);
 	m->handle = NULL;
 }

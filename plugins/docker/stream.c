@@ -1,9 +1,10 @@
 /*
- * Interactive streams (persistent shells): an attached exec with stdin open,
- * Tty=false, stderr merged into stdout by the wrapper so the reader sees both
- * in order.  Like one-shot execs the process runs in its own process group,
- * whose id is the first line of output, so stream_close() can end whatever is
- * left of it.
+ * Interactive streams (persistent shells).  Through the container's runner
+ * when it works there (rexec.c: a SPAWN with stdin open, output merged, and
+ * optionally a status fd), else an attached exec with stdin open, Tty=false,
+ * stderr merged into stdout by the wrapper so the reader sees both in order.
+ * Like one-shot execs the process runs in its own process group, whose id is
+ * the first line of output, so stream_close() can end whatever is left of it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -27,6 +28,7 @@
 
 struct sg_stream {
 	struct docker_ctx *ctx;       /* borrowed */
+	struct docker_rstream *rs;    /* through the runner (owned), else NULL */
 	char cid[SG_ID_MAX];
 	char eid[80];
 	int fd;                       /* the hijacked socket (owned) */
@@ -137,6 +139,60 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 	return 0;
 }
 
+/* A stream around a runner stream; 0, -1, or 1 when there is no runner. */
+static int docker_stream_runner(struct docker_ctx *ctx, struct sg_machine *m,
+				const struct sg_exec_req *req, int status_fd,
+				struct sg_stream **out, struct sg_err *err)
+{
+	struct docker_rstream *rs = NULL;
+	struct sg_stream *s;
+	int rc = docker_rstream_open(ctx, m, req, status_fd, &rs, err);
+
+	if (rc != 0)
+		return rc;
+	s = calloc(1, sizeof(*s)); /* freed by docker_stream_close() */
+	if (!s) {
+		docker_rstream_close(rs, NULL);
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	}
+	s->ctx = ctx;
+	s->rs = rs;
+	s->fd = -1;
+	pthread_mutex_init(&s->rlock, NULL);
+	*out = s;
+	return 0;
+}
+
+static int docker_stream_check(struct docker_ctx *ctx, const struct sg_exec_req *req,
+			       struct sg_err *err)
+{
+	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
+		return ctx->host->errf(err, SG_E_INVAL, "stream: give exactly one of "
+				       "command and argv (a non-empty vector)");
+	return docker_check_env(ctx, req->env, err);
+}
+
+/* The process also gets a status fd: only the runner can do that. */
+int docker_stream_open_status(struct sg_machine *m, const struct sg_exec_req *req,
+			      int status_fd, struct sg_stream **out, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	int rc;
+
+	*out = NULL;
+	if (!ctx || docker_stream_check(ctx, req, err) < 0)
+		return -1;
+	if (status_fd < 3 || status_fd > 9)
+		return ctx->host->errf(err, SG_E_INVAL, "stream: the status fd must be "
+				       "3..9, not %d", status_fd);
+	rc = docker_stream_runner(ctx, m, req, status_fd, out, err);
+	if (rc == 1)
+		return ctx->host->errf(err, SG_E_NOTSUP, "container %.12s has no runner "
+				       "([docker] runner = false, or it cannot run "
+				       "there), so no status fd: use stream_open", m->id);
+	return rc;
+}
+
 /* Starts req in the machine with stdin open; *out is the caller's until
  * stream_close(). */
 int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
@@ -151,14 +207,14 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 	char path[128];
 	long status;
 
+	int rc;
+
 	*out = NULL;
-	if (!ctx)
+	if (!ctx || docker_stream_check(ctx, req, err) < 0)
 		return -1;
-	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
-		return ctx->host->errf(err, SG_E_INVAL, "stream: give exactly one of "
-				       "command and argv (a non-empty vector)");
-	if (docker_check_env(ctx, req->env, err) < 0)
-		return -1;
+	rc = docker_stream_runner(ctx, m, req, -1, out, err);
+	if (rc != 1)
+		return rc;
 	r = (struct docker_run){ .argv = req->command ? shell : req->argv,
 				 .cwd = req->cwd ? req->cwd : m->workspace,
 				 .env = req->env, .group = true,
@@ -215,6 +271,8 @@ ssize_t docker_stream_write(struct sg_stream *s, const void *p, size_t n,
 	size_t left = n;
 	ssize_t w;
 
+	if (s->rs)
+		return docker_rstream_write(s->rs, p, n, err);
 	while (left > 0) {
 		/* MSG_NOSIGNAL: a process that exited must not SIGPIPE us. */
 		w = send(s->fd, q, left, MSG_NOSIGNAL);
@@ -240,10 +298,23 @@ ssize_t docker_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_m
 
 	if (n == 0)
 		return 0;
+	if (s->rs)
+		return docker_rstream_read(s->rs, p, n, timeout_ms, NULL, err);
 	pthread_mutex_lock(&s->rlock);
 	r = docker_stream_pull(s, p, n, timeout_ms, err);
 	pthread_mutex_unlock(&s->rlock);
 	return r;
+}
+
+/* As docker_stream_read, telling output from status bytes.  A stream without
+ * a runner has output only. */
+ssize_t docker_stream_read_ch(struct sg_stream *s, void *p, size_t n, int timeout_ms,
+			      int *channel, struct sg_err *err)
+{
+	*channel = SG_STREAM_OUTPUT;
+	if (s->rs)
+		return docker_rstream_read(s->rs, p, n, timeout_ms, channel, err);
+	return docker_stream_read(s, p, n, timeout_ms, err);
 }
 
 /* Reads and drops output until EOF or the grace ends; true at EOF. */
@@ -277,6 +348,8 @@ int docker_stream_close(struct sg_stream *s, int *exit_code)
 		*exit_code = -1;
 	if (!s)
 		return 0;
+	if (s->rs)
+		docker_rstream_close(s->rs, &code);
 	if (s->fd >= 0) {
 		shutdown(s->fd, SHUT_WR);
 		if (!docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS) && s->pgid > 0) {

@@ -1,0 +1,1248 @@
+/*
+ * Persistent shells (see shell.h for the protocol and why it holds).
+ *
+ * Ownership: the registry holds one reference on each shell and each caller
+ * of sg_shell_get/default/new another; a shell holds a reference on its
+ * machine entry.  The stream belongs to the shell: the reader thread closes
+ * it when it ends by itself, everyone else only after joining that thread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/call.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/machine.h"
+#include "core/session.h"
+#include "core/shell.h"
+#include "core/tools.h"
+#include "core/util.h"
+
+#define SHELL_CHUNK        65536
+#define SHELL_POLL_MS      250      /* reader wakes this often to see stop */
+#define SHELL_BOOT_MS      20000
+#define SHELL_CONFIRM_MS   2000     /* wait=false: wait this long for the start */
+#define SHELL_CMD_MAX      (1u << 20)
+#define SHELL_KILL_ROUNDS  5
+#define SHELL_SCAN_MAX     8192     /* junk kept while looking for a marker */
+
+/* bash when there is one; job control needs it, sh is a fallback. */
+#define SHELL_LAUNCH \
+	"if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; fi; exec sh"
+
+/* Run by a separate one-shot exec: $1 the shell's pid, $2 the job groups to
+ * spare, $3 the signal.  USR2 makes the shell return from the sourced command
+ * (its trap); then every process group of the shell's children that is not a
+ * spared background job gets the signal.  A child in the shell's own group
+ * (no job control) is signalled alone. */
+static const char kill_script[] =
+	"bp=$1 keep=\" $2 \" sig=$3\n"
+	"kill -USR2 \"$bp\" 2>/dev/null || exit 0\n"
+	"for d in /proc/[0-9]*; do\n"
+	"  IFS= read -r st < \"$d/stat\" 2>/dev/null || continue\n"
+	"  rest=${st##*\")\"}\n"
+	"  set -- $rest\n"
+	"  [ \"$2\" = \"$bp\" ] || continue\n"
+	"  case $keep in *\" $3 \"*) continue ;; esac\n"
+	"  if [ \"$3\" = \"$bp\" ]; then kill -\"$sig\" \"${d#/proc/}\" 2>/dev/null\n"
+	"  else kill -\"$sig\" \"-$3\" 2>/dev/null; fi\n"
+	"done\n"
+	"exit 0\n";
+
+static const char kill_shell_script[] =
+	"kill -KILL \"-$1\" 2>/dev/null; kill -KILL \"$1\" 2>/dev/null; exit 0\n";
+
+enum sh_state { SH_BOOT, SH_IDLE, SH_RUN, SH_DEAD };
+enum sh_phase { PH_NONE, PH_BOOT, PH_START, PH_JOBS, PH_CMD, PH_DONE };
+
+/* Output not yet delivered: the first hcap bytes, and the last bytes in a
+ * buffer trimmed to tcap whenever it doubles; what falls out is counted. */
+struct headtail {
+	size_t hcap, tcap;
+	struct sg_buf head, tail;
+	uint64_t dropped, total;
+};
+
+struct sg_shell {
+	char id[20];
+	struct sg_entry *e;         /* reference */
+	char purpose[64];
+	bool is_default;            /* guarded by reg_lock */
+	bool removed;               /* guarded by reg_lock */
+	int refs;                   /* guarded by reg_lock */
+	int64_t created_ms;
+	struct sg_shell *next;
+
+	pthread_mutex_t lock;       /* guards the fields below */
+	pthread_cond_t cond;
+	enum sh_state state;
+	enum sh_phase phase;
+	long bash_pid;
+	char file[48];              /* where commands are written in the machine */
+	char nonce[33];
+	struct sg_buf scan;         /* bytes not yet classified */
+	struct headtail out;
+	size_t max_output;
+	bool completed;
+	int exit_code;
+	char jobs[512];             /* background job groups when the command began */
+	char last_command[256];
+	int64_t cmd_started_ms;
+	bool killing;               /* sandgate is ending the shell itself */
+	char dead_reason[24];
+	int dead_code;
+	json_t *previous;           /* previous_shell, reported once */
+
+	pthread_mutex_t life_lock;  /* one close or reader start at a time */
+	pthread_mutex_t io_lock;    /* guards stream against write/close races */
+	struct sg_stream *stream;
+	pthread_t reader;
+	bool reader_started;
+	atomic_bool stop;
+};
+
+static struct sg_shell *shells;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One shell starts at a time: two first calls share one default shell. */
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- UTF-8 and head/tail ------------------------------------------------------ */
+
+static size_t utf8_len_of(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xE0) == 0xC0)
+		return 2;
+	if ((c & 0xF0) == 0xE0)
+		return 3;
+	if ((c & 0xF8) == 0xF0)
+		return 4;
+	return 1;
+}
+
+/* The longest prefix of p[0..n) that does not end inside a character. */
+static size_t utf8_cut_back(const char *p, size_t n)
+{
+	size_t i = n;
+
+	for (int back = 0; back < 4 && i > 0; back++, i--) {
+		unsigned char c = (unsigned char)p[i - 1];
+
+		if ((c & 0xC0) != 0x80)
+			return (i - 1) + utf8_len_of(c) > n ? i - 1 : n;
+	}
+	return n;
+}
+
+/* Continuation bytes at the start of p (a character cut in the middle). */
+static size_t utf8_skip(const char *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && k < 3 && ((unsigned char)p[k] & 0xC0) == 0x80)
+		k++;
+	return k;
+}
+
+static void ht_reset(struct headtail *h, size_t max)
+{
+	sg_buf_release(&h->head);
+	sg_buf_release(&h->tail);
+	h->hcap = max / 10;
+	h->tcap = max - h->hcap ? max - h->hcap : 1;
+	h->dropped = h->total = 0;
+}
+
+static void ht_add(struct headtail *h, const char *p, size_t n)
+{
+	h->total += n;
+	if (h->dropped == 0 && h->tail.len == 0 && h->head.len < h->hcap) {
+		size_t k = n < h->hcap - h->head.len ? n : h->hcap - h->head.len;
+
+		if (sg_buf_append(&h->head, p, k) < 0)
+			abort();
+		p += k;
+		n -= k;
+	}
+	if (n == 0)
+		return;
+	if (sg_buf_append(&h->tail, p, n) < 0)
+		abort();
+	if (h->tail.len > 2 * h->tcap) {
+		size_t drop = h->tail.len - h->tcap;
+
+		memmove(h->tail.data, h->tail.data + drop, h->tcap);
+		h->tail.len = h->tcap;
+		h->dropped += drop;
+	}
+}
+
+/* head + a drop line + tail, cut at character boundaries.  New string. */
+static char *ht_render(const struct headtail *h, size_t *outlen, uint64_t *dropped)
+{
+	const char *head = h->head.data ? h->head.data : "", *tail = h->tail.data ? h->tail.data : "";
+	size_t hl = h->head.len, tl = h->tail.len;
+	uint64_t d = h->dropped;
+	struct sg_buf b = { 0 };
+	char line[96];
+
+	if (tl > h->tcap) {
+		d += tl - h->tcap;
+		tail += tl - h->tcap;
+		tl = h->tcap;
+	}
+	if (d > 0) {
+		size_t keep = utf8_cut_back(head, hl), skip = utf8_skip(tail, tl);
+
+		d += (hl - keep) + skip;
+		hl = keep;
+		tail += skip;
+		tl -= skip;
+	}
+	sg_buf_append(&b, head, hl);
+	if (d > 0) {
+		snprintf(line, sizeof(line), "\n[sandgate: %llu bytes dropped from the middle of the output]\n",
+			 (unsigned long long)d);
+		sg_buf_append(&b, line, strlen(line));
+	}
+	sg_buf_append(&b, tail, tl);
+	if (!b.data)
+		b.data = sg_xstrdup("");
+	*outlen = b.len;
+	*dropped = d;
+	return b.data;
+}
+
+char *sg_shell_truncate(const char *p, size_t n, size_t max, size_t *outlen, uint64_t *dropped)
+{
+	struct headtail h = { 0 };
+	char *s;
+
+	if (n <= max) {
+		s = sg_xmalloc(n + 1);
+		memcpy(s, p, n);
+		s[n] = '\0';
+		*outlen = n;
+		*dropped = 0;
+		return s;
+	}
+	ht_reset(&h, max);
+	ht_add(&h, p, n);
+	s = ht_render(&h, outlen, dropped);
+	sg_buf_release(&h.head);
+	sg_buf_release(&h.tail);
+	return s;
+}
+
+/* Takes the undelivered output; when not final, an incomplete last
+ * character stays for the next delivery. */
+static json_t *ht_take(struct sg_shell *sh, bool final, uint64_t *dropped, uint64_t *total)
+{
+	size_t len, keep;
+	char *text = ht_render(&sh->out, &len, dropped);
+	json_t *j;
+
+	*total = sh->out.total;
+	keep = final ? len : utf8_cut_back(text, len);
+	j = sg_json_bytes(text, keep);
+	ht_reset(&sh->out, sh->max_output);
+	if (keep < len)
+		ht_add(&sh->out, text + keep, len - keep);
+	free(text);
+	return j;
+}
+
+/* ---- small helpers --------------------------------------------------------------- */
+
+static void cond_wait_ms(struct sg_shell *sh, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&sh->cond, &sh->lock, &ts);
+}
+
+static void scan_drop(struct sg_buf *b, size_t k)
+{
+	if (k >= b->len) {
+		b->len = 0;
+		return;
+	}
+	memmove(b->data, b->data + k, b->len - k);
+	b->len -= k;
+}
+
+static const char *find(const struct sg_buf *b, const char *needle)
+{
+	return b->len ? memmem(b->data, b->len, needle, strlen(needle)) : NULL;
+}
+
+/* The length of the longest end of b that is a start of needle (the
+ * marker may be arriving): only that much has to wait.  The markers begin
+ * with \037, so plain output never waits. */
+static size_t prefix_suffix(const struct sg_buf *b, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (size_t k = b->len < n - 1 ? b->len : n - 1; k > 0; k--)
+		if (!memcmp(b->data + b->len - k, needle, k))
+			return k;
+	return 0;
+}
+
+/* Keeps only what could still be the start of needle. */
+static void scan_keep_tail(struct sg_buf *b, size_t needle_len)
+{
+	if (b->len >= needle_len)
+		scan_drop(b, b->len - (needle_len - 1));
+}
+
+static void uptime_text(int64_t ms, char *buf, size_t size)
+{
+	int64_t s = ms / 1000;
+
+	if (s <= 60)
+		snprintf(buf, size, "%llds", (long long)s);
+	else
+		snprintf(buf, size, "%lldh%lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+}
+
+/* ---- the reader: classifying the stream ----------------------------------------- */
+
+/* Handles the scan buffer in the current phase.  Returns true when it moved
+ * on to another phase (call again). */
+static bool step(struct sg_shell *sh)
+{
+	char needle[64];
+	const char *hit, *nl;
+
+	switch (sh->phase) {
+	case PH_BOOT:
+		snprintf(needle, sizeof(needle), "\037%s:B:", sh->nonce);
+		hit = find(&sh->scan, needle);
+		if (!hit) {
+			scan_keep_tail(&sh->scan, strlen(needle));
+			return false;
+		}
+		nl = memchr(hit, '\n', (size_t)(sh->scan.data + sh->scan.len - hit));
+		if (!nl)
+			return false;
+		sh->bash_pid = strtol(hit + strlen(needle), NULL, 10);
+		sh->phase = PH_NONE;
+		sh->state = SH_IDLE;
+		sh->scan.len = 0;
+		return false;
+	case PH_START:
+	case PH_JOBS:
+		snprintf(needle, sizeof(needle), "\037%s:%c\n", sh->nonce, sh->phase == PH_START ? 'S' : 'J');
+		hit = find(&sh->scan, needle);
+		if (!hit) {
+			if (sh->phase == PH_START || sh->scan.len > SHELL_SCAN_MAX)
+				scan_keep_tail(&sh->scan, strlen(needle));
+			return false;
+		}
+		if (sh->phase == PH_JOBS) {
+			size_t n = (size_t)(hit - sh->scan.data);
+
+			snprintf(sh->jobs, sizeof(sh->jobs), "%.*s", (int)n, sh->scan.data);
+			for (char *c = sh->jobs; *c; c++)
+				if (*c == '\n' || *c == '\r')
+					*c = ' ';
+		}
+		scan_drop(&sh->scan, (size_t)(hit - sh->scan.data) + strlen(needle));
+		sh->phase = sh->phase == PH_START ? PH_JOBS : PH_CMD;
+		return true;
+	case PH_CMD:
+		snprintf(needle, sizeof(needle), "\037%s:E:", sh->nonce);
+		hit = find(&sh->scan, needle);
+		if (!hit) {
+			size_t keep = prefix_suffix(&sh->scan, needle);
+
+			if (sh->scan.len > keep) {
+				ht_add(&sh->out, sh->scan.data, sh->scan.len - keep);
+				scan_drop(&sh->scan, sh->scan.len - keep);
+			}
+			return false;
+		}
+		ht_add(&sh->out, sh->scan.data, (size_t)(hit - sh->scan.data));
+		scan_drop(&sh->scan, (size_t)(hit - sh->scan.data));
+		nl = memchr(sh->scan.data + strlen(needle), '\n', sh->scan.len - strlen(needle));
+		if (!nl)
+			return false;
+		sh->exit_code = (int)strtol(sh->scan.data + strlen(needle), NULL, 10);
+		sh->completed = true;
+		sh->phase = PH_DONE;
+		sh->scan.len = 0;
+		return false;
+	default:
+		sh->scan.len = 0; /* between commands: background chatter */
+		return false;
+	}
+}
+
+static void feed(struct sg_shell *sh, const char *p, size_t n)
+{
+	if (sh->phase == PH_NONE || sh->phase == PH_DONE)
+		return;
+	if (sg_buf_append(&sh->scan, p, n) < 0)
+		abort();
+	while (step(sh))
+		;
+}
+
+/* The stream ended: close it (for the exit status) and mark the shell dead. */
+static void shell_ended(struct sg_shell *sh, const char *why)
+{
+	int code = -1;
+
+	pthread_mutex_lock(&sh->io_lock);
+	if (sh->stream) {
+		sg_m_stream_close(sh->e, sh->stream, &code);
+		sh->stream = NULL;
+	}
+	pthread_mutex_unlock(&sh->io_lock);
+	pthread_mutex_lock(&sh->lock);
+	if (sh->phase == PH_CMD && sh->scan.len) {
+		/* What waited for a marker that will never come is output. */
+		ht_add(&sh->out, sh->scan.data, sh->scan.len);
+		sh->scan.len = 0;
+	}
+	if (sh->state != SH_DEAD) {
+		sh->dead_code = code;
+		snprintf(sh->dead_reason, sizeof(sh->dead_reason), "%s",
+			 sh->killing ? "interrupted" : why ? "io_error" : code >= 0 ? "exit" : "unknown");
+		sh->state = SH_DEAD;
+	}
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+	if (why)
+		SG_DEBUG("shell %s: stream error: %s", sh->id, why);
+}
+
+static void *reader_main(void *arg)
+{
+	struct sg_shell *sh = arg;
+	char *buf = sg_xmalloc(SHELL_CHUNK);
+	struct sg_err err;
+	ssize_t r;
+
+	while (!atomic_load(&sh->stop)) {
+		r = sg_m_stream_read(sh->e, sh->stream, buf, SHELL_CHUNK, SHELL_POLL_MS, &err);
+		if (r < 0 && err.code == SG_E_TIMEOUT)
+			continue;
+		if (r <= 0) {
+			shell_ended(sh, r < 0 ? err.msg : NULL);
+			break;
+		}
+		pthread_mutex_lock(&sh->lock);
+		feed(sh, buf, (size_t)r);
+		pthread_cond_broadcast(&sh->cond);
+		pthread_mutex_unlock(&sh->lock);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* ---- process life ---------------------------------------------------------------- */
+
+static int shell_write(struct sg_shell *sh, const char *p, size_t n, struct sg_err *err)
+{
+	ssize_t w = -1;
+
+	pthread_mutex_lock(&sh->io_lock);
+	if (sh->stream)
+		w = sg_m_stream_write(sh->e, sh->stream, p, n, err);
+	else
+		sg_errf(err, SG_E_GONE, "the shell %s has ended", sh->id);
+	pthread_mutex_unlock(&sh->io_lock);
+	return w < 0 ? -1 : 0;
+}
+
+/* Stops the reader and closes the stream.  An idle bash is asked to exit
+ * first so the close does not have to kill it. */
+static void shell_close(struct sg_shell *sh)
+{
+	bool idle;
+
+	pthread_mutex_lock(&sh->lock);
+	idle = sh->state == SH_IDLE;
+	pthread_mutex_unlock(&sh->lock);
+	if (idle) {
+		struct sg_err ignore;
+
+		shell_write(sh, "exit 0\n", 7, &ignore);
+	}
+	pthread_mutex_lock(&sh->life_lock);
+	atomic_store(&sh->stop, true);
+	if (sh->reader_started) {
+		pthread_join(sh->reader, NULL);
+		sh->reader_started = false;
+	}
+	pthread_mutex_lock(&sh->io_lock);
+	if (sh->stream) {
+		int code = -1;
+
+		sg_m_stream_close(sh->e, sh->stream, &code);
+		sh->stream = NULL;
+		pthread_mutex_lock(&sh->lock);
+		/* A restart (SH_BOOT) keeps the reason it already has. */
+		if (sh->state == SH_IDLE || sh->state == SH_RUN) {
+			sh->dead_code = code;
+			snprintf(sh->dead_reason, sizeof(sh->dead_reason), "closed");
+			sh->state = SH_DEAD;
+		} else if (sh->dead_code < 0) {
+			sh->dead_code = code;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	pthread_mutex_unlock(&sh->io_lock);
+	pthread_mutex_unlock(&sh->life_lock);
+}
+
+/* Opens the stream, starts bash with its settings, learns its pid.  Called
+ * with state already SH_BOOT (set by the caller under the lock). */
+static int shell_start(struct sg_shell *sh, struct sg_err *err)
+{
+	struct sg_exec_req req = { .command = SHELL_LAUNCH };
+	struct sg_stream *st = NULL;
+	char rnd[13], *line;
+	int64_t deadline;
+	int rc;
+
+	if (sg_m_stream_open(sh->e, &req, &st, err) < 0)
+		return -1;
+	if (sg_random_hex(rnd, 6) < 0)
+		return sg_errf(err, SG_E_INTERNAL, "no random bytes for a shell file name");
+	pthread_mutex_lock(&sh->lock);
+	sh->stream = st;
+	sh->state = SH_BOOT;
+	sh->phase = PH_BOOT;
+	sh->scan.len = 0;
+	sh->bash_pid = 0;
+	sh->killing = false;
+	sh->completed = false;
+	sh->dead_code = -1;
+	sh->dead_reason[0] = '\0';
+	sg_random_hex(sh->nonce, 16);
+	snprintf(sh->file, sizeof(sh->file), "/tmp/.sandgate-shell-%s", rnd);
+	pthread_mutex_unlock(&sh->lock);
+	pthread_mutex_lock(&sh->life_lock);
+	atomic_store(&sh->stop, false);
+	if (pthread_create(&sh->reader, NULL, reader_main, sh) != 0) {
+		pthread_mutex_unlock(&sh->life_lock);
+		sg_m_stream_close(sh->e, st, NULL);
+		sh->stream = NULL;
+		return sg_errf(err, SG_E_INTERNAL, "cannot start a reader thread for the shell");
+	}
+	sh->reader_started = true;
+	pthread_mutex_unlock(&sh->life_lock);
+	/* stderr into stdout in the shell itself, so the order is the shell's;
+	 * job control for process groups; USR2 returns from the sourced file. */
+	line = sg_xasprintf("exec 2>&1; set -m 2>/dev/null; trap 'return 130 2>/dev/null' USR2; "
+			    ": > %s; chmod 600 %s 2>/dev/null; printf '\\037%%s:B:%%s\\n' %s \"$$\"\n",
+			    sh->file, sh->file, sh->nonce);
+	rc = shell_write(sh, line, strlen(line), err);
+	free(line);
+	pthread_mutex_lock(&sh->lock);
+	deadline = sg_now_ms() + SHELL_BOOT_MS;
+	while (rc == 0 && sh->state == SH_BOOT && sg_now_ms() < deadline)
+		cond_wait_ms(sh, 200);
+	if (rc == 0 && sh->state != SH_IDLE)
+		rc = sg_errf(err, SG_E_BACKEND, "the shell did not start on sandbox '%s' within %d s (%s)",
+			     sh->e->m.id, SHELL_BOOT_MS / 1000,
+			     sh->state == SH_DEAD ? "it exited at once" : "no answer");
+	pthread_mutex_unlock(&sh->lock);
+	if (rc < 0) {
+		shell_close(sh);
+		pthread_mutex_lock(&sh->lock);
+		sh->state = SH_DEAD;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return rc;
+}
+
+/* Replaces a dead shell with a fresh bash; the next result reports the old
+ * one as previous_shell.  Called with state set to SH_BOOT by the caller. */
+static int shell_restart(struct sg_shell *sh, struct sg_err *err)
+{
+	json_t *prev;
+
+	shell_close(sh);
+	pthread_mutex_lock(&sh->lock);
+	prev = json_pack("{s:I, s:s, s:s}", "previous_bash_pid", (json_int_t)sh->bash_pid,
+			 "last_command", sh->last_command, "exit_reason",
+			 sh->dead_reason[0] ? sh->dead_reason : "unknown");
+	json_object_set_new(prev, "exit_code", sh->dead_code >= 0 && strcmp(sh->dead_reason, "interrupted")
+						       ? json_integer(sh->dead_code) : json_null());
+	sh->state = SH_BOOT;
+	pthread_mutex_unlock(&sh->lock);
+	if (shell_start(sh, err) < 0) {
+		json_decref(prev);
+		return -1;
+	}
+	pthread_mutex_lock(&sh->lock);
+	json_decref(sh->previous);
+	sh->previous = prev;
+	pthread_mutex_unlock(&sh->lock);
+	SG_INFO("shell %s on %.12s replaced (%s), new bash pid %ld", sh->id, sh->e->m.id,
+		json_string_value(json_object_get(prev, "exit_reason")), sh->bash_pid);
+	return 0;
+}
+
+/* Waits out a start in progress and replaces a dead shell.  Called and
+ * returns with the lock held. */
+static int shell_alive_locked(struct sg_shell *sh, struct sg_err *err)
+{
+	while (sh->state == SH_BOOT)
+		cond_wait_ms(sh, 200);
+	if (sh->state != SH_DEAD)
+		return 0;
+	sh->state = SH_BOOT;
+	pthread_mutex_unlock(&sh->lock);
+	if (shell_restart(sh, err) < 0) {
+		pthread_mutex_lock(&sh->lock);
+		sh->state = SH_DEAD;
+		pthread_cond_broadcast(&sh->cond);
+		return -1;
+	}
+	pthread_mutex_lock(&sh->lock);
+	pthread_cond_broadcast(&sh->cond);
+	return 0;
+}
+
+/* Runs a fixed script with a one-shot exec: never through the shell, which
+ * is the thing that may be stuck. */
+static int run_script(struct sg_shell *sh, const char *script, const char *a1, const char *a2,
+		      const char *a3, struct sg_err *err)
+{
+	const char *argv[] = { "/bin/sh", "-c", script, "sandgate-shell", a1, a2, a3, NULL };
+	struct sg_exec_req req = { .argv = argv, .cwd = "/", .timeout_ms = 15000,
+				   .output_cap = 4096 };
+	struct sg_exec_result res = { 0 };
+	int rc = sg_m_exec(sh->e, &req, NULL, &res, err);
+
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
+	return rc;
+}
+
+static void kill_jobs(struct sg_shell *sh, long pid, const char *keep, const char *sig)
+{
+	char spid[24];
+	struct sg_err err;
+
+	snprintf(spid, sizeof(spid), "%ld", pid);
+	if (pid > 1 && run_script(sh, kill_script, spid, keep, sig, &err) < 0)
+		SG_WARN("shell %s: interrupting failed: %s", sh->id, err.msg);
+}
+
+/* ---- registry ------------------------------------------------------------------- */
+
+static void shell_free(struct sg_shell *sh)
+{
+	shell_close(sh);
+	sg_buf_release(&sh->scan);
+	sg_buf_release(&sh->out.head);
+	sg_buf_release(&sh->out.tail);
+	json_decref(sh->previous);
+	sg_machine_put(sh->e);
+	pthread_mutex_destroy(&sh->lock);
+	pthread_mutex_destroy(&sh->life_lock);
+	pthread_mutex_destroy(&sh->io_lock);
+	pthread_cond_destroy(&sh->cond);
+	free(sh);
+}
+
+void sg_shell_put(struct sg_shell *sh)
+{
+	int left;
+
+	if (!sh)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	left = --sh->refs;
+	pthread_mutex_unlock(&reg_lock);
+	if (left == 0)
+		shell_free(sh);
+}
+
+const char *sg_shell_id(const struct sg_shell *sh)
+{
+	return sh->id;
+}
+
+struct sg_entry *sg_shell_machine(const struct sg_shell *sh)
+{
+	return sh->e;
+}
+
+/* Makes and starts a shell on e and registers it.  Returns a reference. */
+static struct sg_shell *shell_create(struct sg_entry *e, const char *purpose, bool is_default,
+				     struct sg_err *err)
+{
+	struct sg_shell *sh = sg_xcalloc(1, sizeof(*sh));
+	pthread_condattr_t ca;
+	char hex[13];
+
+	sg_random_hex(hex, 6);
+	snprintf(sh->id, sizeof(sh->id), "sh_%s", hex);
+	sg_machine_ref(e);
+	sh->e = e;
+	snprintf(sh->purpose, sizeof(sh->purpose), "%s", purpose && *purpose ? purpose : "manual");
+	sh->created_ms = sg_now_ms();
+	sh->refs = 1;
+	sh->dead_code = -1;
+	sh->max_output = 50000;
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_mutex_init(&sh->life_lock, NULL);
+	pthread_mutex_init(&sh->io_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sh->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&sh->stop, false);
+	ht_reset(&sh->out, sh->max_output);
+	sh->state = SH_BOOT;
+	if (shell_start(sh, err) < 0) {
+		shell_free(sh);
+		return NULL;
+	}
+	pthread_mutex_lock(&reg_lock);
+	sh->is_default = is_default;
+	sh->refs++; /* the registry's */
+	sh->next = shells;
+	shells = sh;
+	pthread_mutex_unlock(&reg_lock);
+	SG_INFO("shell %s started on %.12s (bash pid %ld)", sh->id, e->m.id, sh->bash_pid);
+	return sh;
+}
+
+/* Takes sh out of the registry.  Returns true when this call did. */
+static bool shell_unlink(struct sg_shell *sh)
+{
+	bool did = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell **pp = &shells; *pp; pp = &(*pp)->next) {
+		if (*pp == sh) {
+			*pp = sh->next;
+			sh->removed = true;
+			did = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return did;
+}
+
+struct sg_shell *sg_shell_new(struct sg_entry *e, const char *purpose, struct sg_call *call,
+			      struct sg_err *err)
+{
+	struct sg_shell *sh;
+
+	(void)call;
+	pthread_mutex_lock(&create_lock);
+	sh = shell_create(e, purpose, false, err);
+	pthread_mutex_unlock(&create_lock);
+	return sh;
+}
+
+struct sg_shell *sg_shell_default(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
+{
+	struct sg_shell *sh = NULL;
+
+	(void)call;
+	pthread_mutex_lock(&create_lock);
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell *s = shells; s; s = s->next) {
+		if (s->e == e && s->is_default) {
+			sh = s;
+			sh->refs++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (!sh)
+		sh = shell_create(e, "default", true, err);
+	pthread_mutex_unlock(&create_lock);
+	return sh;
+}
+
+struct sg_shell *sg_shell_get(struct sg_session *s, const char *id, struct sg_err *err)
+{
+	struct sg_shell *sh = NULL;
+	struct sg_entry *v;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell *x = shells; x; x = x->next) {
+		if (strcmp(x->id, id) == 0 && !x->e->dead) {
+			sh = x;
+			sh->refs++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	/* A shell is visible exactly when its machine is. */
+	v = sh ? sg_machine_get(s, sh->e->m.id, NULL) : NULL;
+	if (!v) {
+		sg_shell_put(sh);
+		sg_errf(err, SG_E_NOTFOUND,
+			"shell_id '%s' not found: it was removed or its machine is gone; sandbox_env shell_list shows the shells",
+			id);
+		return NULL;
+	}
+	sg_machine_put(v);
+	return sh;
+}
+
+void sg_shell_make_default(struct sg_shell *sh)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell *s = shells; s; s = s->next)
+		if (s->e == sh->e)
+			s->is_default = s == sh;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+unsigned sg_shell_count(const struct sg_entry *e)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell *s = shells; s; s = s->next)
+		n += s->e == e;
+	pthread_mutex_unlock(&reg_lock);
+	return n;
+}
+
+/* ---- results ------------------------------------------------------------------- */
+
+static const char *state_name(const struct sg_shell *sh)
+{
+	switch (sh->state) {
+	case SH_BOOT: return "starting";
+	case SH_IDLE: return "idle";
+	case SH_RUN: return sh->completed ? "finished" : "running";
+	default: return "terminated";
+	}
+}
+
+/* The output since the last delivery and the state; a finished command is
+ * acknowledged (the shell is idle again).  Called with the lock held. */
+static json_t *snapshot_locked(struct sg_shell *sh)
+{
+	json_t *r = json_object(), *exit_code = json_null();
+	const char *status;
+	uint64_t dropped = 0, total = 0;
+	bool final = true;
+
+	if (sh->state == SH_RUN && sh->completed) {
+		status = "completed";
+		exit_code = json_integer(sh->exit_code);
+		sh->state = SH_IDLE;
+		sh->phase = PH_NONE;
+	} else if (sh->state == SH_RUN) {
+		status = "running";
+		final = false;
+	} else if (sh->state == SH_DEAD) {
+		status = "terminated";
+		if (sh->dead_code >= 0 && !sh->killing)
+			exit_code = json_integer(sh->dead_code);
+	} else {
+		status = "idle";
+	}
+	json_object_set_new(r, "output", ht_take(sh, final, &dropped, &total));
+	json_object_set_new(r, "exit_code", exit_code);
+	json_object_set_new(r, "status", json_string(status));
+	json_object_set_new(r, "shell_id", json_string(sh->id));
+	json_object_set_new(r, "bash_pid", sh->bash_pid ? json_integer(sh->bash_pid) : json_null());
+	if (dropped) {
+		json_object_set_new(r, "output_bytes", json_integer((json_int_t)total));
+		json_object_set_new(r, "dropped_bytes", json_integer((json_int_t)dropped));
+	}
+	if (sh->state == SH_DEAD)
+		json_object_set_new(r, "hint", json_string("the shell exited (exit, or set -e); the next "
+							    "command starts a fresh one, without this one's cwd and variables"));
+	if (sh->previous) {
+		json_object_set_new(r, "previous_shell", sh->previous);
+		sh->previous = NULL;
+	}
+	return r;
+}
+
+/* Octal escapes for everything but plain characters, so the text survives
+ * a single-quoted printf format whatever it holds. */
+static void escape_printf(struct sg_buf *b, const char *s)
+{
+	static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ,._+:@/=-";
+	char oct[5];
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (strchr(plain, *p)) {
+			sg_buf_append(b, p, 1);
+		} else {
+			snprintf(oct, sizeof(oct), "\\%03o", *p);
+			sg_buf_append(b, oct, 4);
+		}
+	}
+}
+
+static char *command_line(const struct sg_shell *sh, const char *command)
+{
+	struct sg_buf b = { 0 };
+	char *head = sg_xasprintf("printf '\\037%s:S\\n'; jobs -p; printf '\\037%s:J\\n'; printf '",
+				  sh->nonce, sh->nonce);
+	char *tail = sg_xasprintf("\\n' > %s && . %s < /dev/null; printf '\\037%s:E:%%d\\n' \"$?\"\n",
+				  sh->file, sh->file, sh->nonce);
+
+	sg_buf_append(&b, head, strlen(head));
+	escape_printf(&b, command);
+	sg_buf_append(&b, tail, strlen(tail));
+	free(head);
+	free(tail);
+	return b.data;
+}
+
+static void one_line(char *dst, size_t size, const char *cmd)
+{
+	size_t i = 0;
+
+	for (; *cmd && i + 1 < size; cmd++)
+		dst[i++] = *cmd == '\n' || *cmd == '\r' ? ' ' : *cmd;
+	dst[i] = '\0';
+}
+
+/* Waits until the command finishes (or, with started, has begun), the shell
+ * dies, the deadline passes or the call is cancelled.  Lock held.  Returns
+ * 1 when the condition holds, 0 at the deadline, -1 when cancelled. */
+static int wait_locked(struct sg_shell *sh, int64_t deadline, struct sg_call *call, bool started)
+{
+	for (;;) {
+		int64_t left = deadline - sg_now_ms();
+
+		if (sh->completed || sh->state == SH_DEAD ||
+		    (started && (sh->phase == PH_CMD || sh->phase == PH_DONE)))
+			return 1;
+		if (call && sg_call_cancelled(call))
+			return -1;
+		if (left <= 0)
+			return 0;
+		cond_wait_ms(sh, left < 100 ? left : 100);
+	}
+}
+
+static int begin_locked(struct sg_shell *sh, const struct sg_shell_exec *req, json_t **unread,
+			struct sg_err *err)
+{
+	int64_t now = sg_now_ms();
+
+	if (sh->state == SH_RUN && !sh->completed)
+		return sg_errf(err, SG_E_BUSY,
+			       "shell %s is busy: '%.80s' has been running for %llds; follow it with sandbox_shell_read "
+			       "(shell_id %s), stop it with sandbox_env shell_interrupt, or open another shell with "
+			       "sandbox_env shell_new",
+			       sh->id, sh->last_command, (long long)((now - sh->cmd_started_ms) / 1000), sh->id);
+	if (sh->state == SH_RUN)
+		*unread = snapshot_locked(sh); /* finished, never read: hand it over */
+	sh->max_output = req->max_output;
+	ht_reset(&sh->out, req->max_output);
+	sh->scan.len = 0;
+	sg_random_hex(sh->nonce, 16);
+	sh->phase = PH_START;
+	sh->state = SH_RUN;
+	sh->completed = false;
+	sh->jobs[0] = '\0';
+	sh->cmd_started_ms = now;
+	one_line(sh->last_command, sizeof(sh->last_command), req->command);
+	return 0;
+}
+
+static void interrupt_command(struct sg_shell *sh, bool *replaced);
+
+int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct sg_call *call,
+		  json_t **result, struct sg_err *err)
+{
+	json_t *unread = NULL;
+	char *line = NULL;
+	int w;
+
+	if (strlen(req->command) > SHELL_CMD_MAX)
+		return sg_errf(err, SG_E_TOOBIG,
+			       "command is %zu bytes, more than %u: write it to a file with sandbox_file_write and run that",
+			       strlen(req->command), SHELL_CMD_MAX);
+	for (int attempt = 0;; attempt++) {
+		pthread_mutex_lock(&sh->lock);
+		if (shell_alive_locked(sh, err) < 0 || begin_locked(sh, req, &unread, err) < 0) {
+			pthread_mutex_unlock(&sh->lock);
+			json_decref(unread);
+			return -1;
+		}
+		pthread_mutex_unlock(&sh->lock);
+		line = command_line(sh, req->command);
+		w = shell_write(sh, line, strlen(line), err);
+		free(line);
+		if (w == 0)
+			break;
+		/* bash died since the last call: start a new one and try again. */
+		pthread_mutex_lock(&sh->lock);
+		if (sh->state != SH_DEAD) {
+			snprintf(sh->dead_reason, sizeof(sh->dead_reason), "broken_pipe");
+			sh->state = SH_DEAD;
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (attempt >= 1) {
+			json_decref(unread);
+			return -1;
+		}
+	}
+	pthread_mutex_lock(&sh->lock);
+	w = wait_locked(sh, sg_now_ms() + (req->wait ? (int64_t)req->timeout_ms : SHELL_CONFIRM_MS),
+			call, !req->wait);
+	if (w < 0) {
+		pthread_mutex_unlock(&sh->lock);
+		json_decref(unread);
+		interrupt_command(sh, NULL);
+		return sg_errf(err, SG_E_CANCELLED, "cancelled: the command was interrupted");
+	}
+	if (req->wait) {
+		*result = snapshot_locked(sh);
+	} else {
+		*result = json_pack("{s:s, s:b, s:s, s:I}", "status",
+				    sh->state == SH_DEAD ? "terminated" : "running", "confirmed", w > 0 &&
+				    sh->state != SH_DEAD, "shell_id", sh->id, "bash_pid",
+				    (json_int_t)sh->bash_pid);
+		if (sh->previous) {
+			json_object_set_new(*result, "previous_shell", sh->previous);
+			sh->previous = NULL;
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (unread)
+		json_object_set_new(*result, "unread_previous", unread);
+	return 0;
+}
+
+int sg_shell_read(struct sg_shell *sh, size_t max_output, json_t **result, struct sg_err *err)
+{
+	(void)err;
+	pthread_mutex_lock(&sh->lock);
+	while (sh->state == SH_BOOT)
+		cond_wait_ms(sh, 200);
+	if (max_output && sh->state != SH_RUN)
+		sh->max_output = max_output;
+	*result = snapshot_locked(sh);
+	pthread_mutex_unlock(&sh->lock);
+	return 0;
+}
+
+/* Signals the command's process groups round by round (TERM, then KILL);
+ * a shell that still does not come back is killed and replaced. */
+static void interrupt_command(struct sg_shell *sh, bool *replaced)
+{
+	char jobs[sizeof(sh->jobs)];
+	long pid;
+	bool done = false;
+	struct sg_err err;
+
+	if (replaced)
+		*replaced = false;
+	pthread_mutex_lock(&sh->lock);
+	/* The job list arrives right after the start. */
+	wait_locked(sh, sg_now_ms() + 1000, NULL, true);
+	pid = sh->bash_pid;
+	memcpy(jobs, sh->jobs, sizeof(jobs));
+	done = sh->completed || sh->state != SH_RUN;
+	pthread_mutex_unlock(&sh->lock);
+	for (int round = 0; !done && round < SHELL_KILL_ROUNDS; round++) {
+		kill_jobs(sh, pid, jobs, round < 2 ? "TERM" : "KILL");
+		pthread_mutex_lock(&sh->lock);
+		done = wait_locked(sh, sg_now_ms() + (round == 0 ? 1000 : 500), NULL, false) > 0;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (done)
+		return;
+	/* The command runs inside bash itself and ignores the trap. */
+	pthread_mutex_lock(&sh->lock);
+	sh->killing = true;
+	pthread_mutex_unlock(&sh->lock);
+	{
+		char spid[24];
+
+		snprintf(spid, sizeof(spid), "%ld", pid);
+		if (run_script(sh, kill_shell_script, spid, "", "", &err) < 0)
+			SG_WARN("shell %s: killing bash failed: %s", sh->id, err.msg);
+	}
+	pthread_mutex_lock(&sh->lock);
+	wait_locked(sh, sg_now_ms() + 5000, NULL, false);
+	if (sh->state != SH_DEAD) {
+		snprintf(sh->dead_reason, sizeof(sh->dead_reason), "interrupted");
+		sh->state = SH_DEAD;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (replaced)
+		*replaced = true;
+}
+
+int sg_shell_interrupt(struct sg_shell *sh, json_t **result, struct sg_err *err)
+{
+	bool running, replaced = false;
+	json_t *r;
+
+	pthread_mutex_lock(&sh->lock);
+	while (sh->state == SH_BOOT)
+		cond_wait_ms(sh, 200);
+	running = sh->state == SH_RUN && !sh->completed;
+	pthread_mutex_unlock(&sh->lock);
+	if (running)
+		interrupt_command(sh, &replaced);
+	pthread_mutex_lock(&sh->lock);
+	r = snapshot_locked(sh);
+	pthread_mutex_unlock(&sh->lock);
+	json_object_set_new(r, "interrupted", json_boolean(running));
+	if (!running)
+		json_object_set_new(r, "note", json_string("no command was running"));
+	if (replaced) {
+		/* The old output is in r; now the new bash. */
+		pthread_mutex_lock(&sh->lock);
+		if (shell_alive_locked(sh, err) < 0) {
+			pthread_mutex_unlock(&sh->lock);
+			json_decref(r);
+			return -1;
+		}
+		json_object_set_new(r, "bash_pid", json_integer(sh->bash_pid));
+		json_object_set_new(r, "status", json_string("completed"));
+		json_object_del(r, "hint");
+		json_object_set_new(r, "shell_replaced", json_true());
+		if (sh->previous) {
+			json_object_set_new(r, "previous_shell", sh->previous);
+			sh->previous = NULL;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	*result = r;
+	return 0;
+}
+
+int sg_shell_remove(struct sg_shell *sh, struct sg_err *err)
+{
+	long pid;
+	bool alive;
+
+	(void)err;
+	if (shell_unlink(sh))
+		sg_shell_put(sh); /* the registry's reference */
+	pthread_mutex_lock(&sh->lock);
+	pid = sh->bash_pid;
+	alive = sh->state == SH_RUN || sh->state == SH_IDLE;
+	pthread_mutex_unlock(&sh->lock);
+	/* Background jobs too: nothing the shell started outlives it. */
+	if (alive)
+		kill_jobs(sh, pid, "", "KILL");
+	shell_close(sh);
+	sg_shell_put(sh);
+	return 0;
+}
+
+json_t *sg_shell_list(struct sg_session *s, const char *machine)
+{
+	struct sg_entry **vis = NULL, *only = NULL;
+	size_t n = sg_machine_list_visible(s, &vis);
+	json_t *rows = json_array();
+	int64_t now = sg_now_ms();
+
+	if (machine && *machine)
+		only = sg_machine_get(s, machine, NULL);
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_shell *sh = shells; sh; sh = sh->next) {
+		bool seen = false;
+		char up[32];
+		json_t *row;
+
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = vis[i] == sh->e;
+		if (!seen || (machine && *machine && sh->e != only))
+			continue;
+		uptime_text(now - sh->created_ms, up, sizeof(up));
+		pthread_mutex_lock(&sh->lock);
+		row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "shell_id", sh->id, "machine",
+				sh->e->name[0] ? sh->e->name : sh->e->m.id, "purpose", sh->purpose,
+				"status", state_name(sh), "uptime", up, "is_default", sh->is_default);
+		json_object_set_new(row, "last_command", sh->last_command[0]
+								 ? json_string(sh->last_command) : json_null());
+		json_object_set_new(row, "bash_pid", sh->bash_pid ? json_integer(sh->bash_pid) : json_null());
+		if (sh->state == SH_DEAD)
+			json_object_set_new(row, "hint", json_string("bash exited: the next command on it starts a fresh one"));
+		pthread_mutex_unlock(&sh->lock);
+		json_array_append_new(rows, row);
+	}
+	pthread_mutex_unlock(&reg_lock);
+	sg_machine_put(only);
+	for (size_t i = 0; i < n; i++)
+		sg_machine_put(vis[i]);
+	free(vis);
+	return rows;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+/* Machine e is about to be destroyed (or disconnected): its shells end. */
+void sg_shell_close_machine(struct sg_entry *e)
+{
+	for (;;) {
+		struct sg_shell *sh = NULL;
+
+		pthread_mutex_lock(&reg_lock);
+		for (struct sg_shell *x = shells; x; x = x->next) {
+			if (x->e == e) {
+				sh = x;
+				sh->refs++;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&reg_lock);
+		if (!sh)
+			return;
+		if (shell_unlink(sh))
+			sg_shell_put(sh);
+		shell_close(sh);
+		sg_shell_put(sh);
+	}
+}
+
+void sg_shell_init(void)
+{
+	sg_machine_set_destroy_hook(sg_shell_close_machine);
+}
+
+void sg_shell_fini(void)
+{
+	for (;;) {
+		struct sg_shell *sh;
+
+		pthread_mutex_lock(&reg_lock);
+		sh = shells;
+		if (sh) {
+			shells = sh->next;
+			sh->removed = true;
+		}
+		pthread_mutex_unlock(&reg_lock);
+		if (!sh)
+			return;
+		shell_close(sh);
+		sg_shell_put(sh);
+	}
+}

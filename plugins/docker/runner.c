@@ -1,0 +1,628 @@
+/*
+ * The in-sandbox runner on Docker: its life per container.
+ *
+ * On the first command in a container docker.so puts the static binary
+ * sandgate-runner into it (archive API PUT, as root, mode 0755) at
+ * /tmp/.sandgate-runner-<build id>, or in /dev/shm, /run or /var/tmp when
+ * that fails, and starts it with one exec whose stdin and stdout stay
+ * attached: from then on every command is a frame on that one stream
+ * (doc/runner-protocol.md), about a millisecond instead of a full exec round
+ * trip.  The build id in the name and in the runner's HELLO makes sure the
+ * file is the build this plugin carries.
+ *
+ * A runner that died (killed inside the sandbox, a broken frame) is started
+ * again on the next call, with a log line.  A runner that cannot run at all
+ * (another CPU architecture, noexec everywhere, no writable place) leaves the
+ * container on plain docker exec: said once in the log, and kept as the
+ * machine's runner state for sandbox_env.  [docker] runner = false forces
+ * that fallback everywhere.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/docker/docker.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugins/docker/demux.h"
+#include "plugins/docker/tar.h"
+
+#ifndef RUNNERDIR
+#define RUNNERDIR "/usr/local/libexec/sandgate"
+#endif
+
+#define RUNNER_NAME        "sandgate-runner"
+#define RUNNER_BIN_MAX     (16u * 1024u * 1024u)
+#define RUNNER_HELLO_MS    15000
+#define RUNNER_ERRLINE_MAX 400
+
+/* Where the binary may go in a container, in order: the first must be a
+ * writable, exec-allowed directory that exists in every image. */
+static const char *const runner_dirs[] = { "/tmp", "/dev/shm", "/run", "/var/tmp" };
+
+/* ---- the binary on this host -------------------------------------------------------- */
+
+static bool runner_file_ok(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+/* dir/sandgate-runner into out; false when it does not fit. */
+static bool runner_join(char *out, size_t size, const char *dir)
+{
+	int n = snprintf(out, size, "%s/" RUNNER_NAME, dir);
+
+	return n > 0 && (size_t)n < size;
+}
+
+/* [docker] runner_path (or SANDGATE_RUNNER), else next to docker.so (and one
+ * level up from a libtool .libs directory: the build tree), else the
+ * installed $(pkglibexecdir). */
+static void runner_find(struct docker_ctx *ctx, char *out, size_t size)
+{
+	const char *conf = ctx->host->config_get("docker", "runner_path");
+	Dl_info info;
+	char dir[SG_PATH_MAX];
+	char *slash;
+
+	if (conf && *conf) {
+		snprintf(out, size, "%s", conf);
+		return;
+	}
+	static const char anchor; /* any object of docker.so tells where it is */
+
+	if (dladdr(&anchor, &info) && info.dli_fname &&
+	    snprintf(dir, sizeof(dir), "%s", info.dli_fname) < (int)sizeof(dir) &&
+	    (slash = strrchr(dir, '/'))) {
+		*slash = '\0';
+		if (runner_join(out, size, dir) && runner_file_ok(out))
+			return;
+		slash = strrchr(dir, '/');
+		if (slash && strcmp(slash, "/.libs") == 0) {
+			*slash = '\0';
+			if (runner_join(out, size, dir) && runner_file_ok(out))
+				return;
+		}
+	}
+	snprintf(out, size, "%s/" RUNNER_NAME, RUNNERDIR);
+}
+
+/* Reads the whole file into ctx->bin.  Called with bin_lock held. */
+static int runner_read(struct docker_ctx *ctx)
+{
+	struct stat st;
+	ssize_t r;
+	size_t got = 0;
+	int fd = open(ctx->bin_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size <= 0 || (size_t)st.st_size > RUNNER_BIN_MAX) {
+		snprintf(ctx->bin_why, sizeof(ctx->bin_why), "no runner binary at %.160s "
+			 "(%s): build it (make) or set [docker] runner_path",
+			 ctx->bin_path, fd < 0 ? strerror(errno) : "not a usable file");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	ctx->bin = malloc((size_t)st.st_size); /* freed by docker_runner_teardown() */
+	while (ctx->bin && got < (size_t)st.st_size) {
+		r = read(fd, ctx->bin + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (!ctx->bin || got != (size_t)st.st_size) {
+		snprintf(ctx->bin_why, sizeof(ctx->bin_why), "cannot read the runner "
+			 "binary %.200s", ctx->bin_path);
+		free(ctx->bin);
+		ctx->bin = NULL;
+		return -1;
+	}
+	ctx->bin_len = got;
+	rn_build_id_bytes(ctx->bin, got, ctx->bin_id);
+	return 0;
+}
+
+/* The binary, read on first use.  Returns 0, or -1 with why. */
+static int runner_binary(struct docker_ctx *ctx, char *why, size_t size)
+{
+	int rc;
+
+	pthread_mutex_lock(&ctx->bin_lock);
+	if (!ctx->bin_tried) {
+		ctx->bin_tried = true;
+		runner_find(ctx, ctx->bin_path, sizeof(ctx->bin_path));
+		if (runner_read(ctx) == 0)
+			ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner binary %s, "
+				       "build %s, %zu bytes", ctx->bin_path, ctx->bin_id,
+				       ctx->bin_len);
+	}
+	rc = ctx->bin ? 0 : -1;
+	if (rc < 0)
+		snprintf(why, size, "%s", ctx->bin_why);
+	pthread_mutex_unlock(&ctx->bin_lock);
+	return rc;
+}
+
+void docker_runner_setup(struct docker_ctx *ctx)
+{
+	const char *v = ctx->host->config_get("docker", "runner");
+	const char *f = getenv("SANDGATE_RUNNER_FAULTS");
+
+	ctx->runner_on = !v || !*v || !(strcasecmp(v, "false") == 0 ||
+					strcasecmp(v, "no") == 0 ||
+					strcasecmp(v, "off") == 0 || strcmp(v, "0") == 0);
+	/* Test hook: lets the runner break frames on purpose (runner.h). */
+	ctx->runner_faults = f && strcmp(f, "1") == 0;
+	pthread_mutex_init(&ctx->bin_lock, NULL);
+	if (!ctx->runner_on)
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "[docker] runner = false: "
+			       "commands use plain docker exec");
+}
+
+void docker_runner_teardown(struct docker_ctx *ctx)
+{
+	free(ctx->bin);
+	ctx->bin = NULL;
+	pthread_mutex_destroy(&ctx->bin_lock);
+}
+
+/* ---- the transport: one attached exec ----------------------------------------------- */
+
+/* The hijacked socket of the runner's exec.  Its output is Docker's
+ * multiplexed stream: stdout carries the frames, stderr the runner's own
+ * notes, which go to the log a line at a time. */
+struct runner_sock {
+	const struct sg_host_api *host; /* borrowed */
+	char cid[16];
+	int fd;                         /* owned */
+	struct docker_demux dmx;
+	unsigned char in[RN_CHUNK];
+	size_t in_pos, in_len;
+	char errline[RUNNER_ERRLINE_MAX];
+	size_t err_len;
+	char *note;                     /* dm->rnote: the last line, for the
+					   start-up failure message */
+	size_t note_size;
+};
+
+static void runner_sock_note(struct runner_sock *s, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '\n' && s->err_len + 1 < sizeof(s->errline)) {
+			s->errline[s->err_len++] = p[i];
+			continue;
+		}
+		if (p[i] != '\n')
+			continue;
+		s->errline[s->err_len] = '\0';
+		snprintf(s->note, s->note_size, "%s", s->errline);
+		s->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner in %.12s: %s", s->cid,
+			     s->errline);
+		s->err_len = 0;
+	}
+}
+
+static ssize_t runner_sock_read(void *ud, void *p, size_t n)
+{
+	struct runner_sock *s = ud;
+	struct docker_demux_piece piece;
+	ssize_t used, r;
+
+	for (;;) {
+		while (s->in_pos < s->in_len) {
+			used = docker_demux_step(&s->dmx, s->in + s->in_pos,
+						 s->in_len - s->in_pos, n, &piece);
+			if (used < 0) {
+				errno = EPROTO;
+				return -1;
+			}
+			s->in_pos += (size_t)used;
+			if (piece.len == 0)
+				continue;
+			if (piece.stream == DOCKER_STREAM_STDERR ||
+			    piece.stream == DOCKER_STREAM_SYSERR) {
+				runner_sock_note(s, piece.data, piece.len);
+				continue;
+			}
+			memcpy(p, piece.data, piece.len);
+			return (ssize_t)piece.len;
+		}
+		r = read(s->fd, s->in, sizeof(s->in));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r;
+		s->in_pos = 0;
+		s->in_len = (size_t)r;
+	}
+}
+
+static int runner_sock_write(void *ud, const void *p, size_t n)
+{
+	struct runner_sock *s = ud;
+	const char *q = p;
+	ssize_t w;
+
+	while (n > 0) {
+		w = send(s->fd, q, n, MSG_NOSIGNAL); /* a dead runner: EPIPE, not a signal */
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		q += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void runner_sock_shutdown(void *ud)
+{
+	struct runner_sock *s = ud;
+
+	/* The daemon closes the runner's stdin: it kills what is in flight
+	 * and exits. */
+	shutdown(s->fd, SHUT_RDWR);
+}
+
+static void runner_sock_free(void *ud)
+{
+	struct runner_sock *s = ud;
+
+	close(s->fd);
+	free(s);
+}
+
+/* A transport around fd, primed with the bytes that came with the answer. */
+static struct runner_sock *runner_sock_new(struct docker_ctx *ctx,
+					   struct docker_machine *dm, const char *cid,
+					   int fd, const struct sg_buf *early)
+{
+	struct runner_sock *s;
+
+	if (early->len > RN_CHUNK)
+		return NULL;
+	s = calloc(1, sizeof(*s)); /* freed by runner_sock_free(), via the connection */
+	if (!s)
+		return NULL;
+	s->host = ctx->host;
+	snprintf(s->cid, sizeof(s->cid), "%.12s", cid);
+	s->fd = fd;
+	/* Only this runner's reader writes it, and a failed start joins that
+	 * reader before the note is read. */
+	s->note = dm->rnote;
+	s->note_size = sizeof(dm->rnote);
+	docker_demux_init(&s->dmx);
+	if (early->len)
+		memcpy(s->in, early->data, early->len);
+	s->in_len = early->len;
+	return s;
+}
+
+/* ---- putting it into the container and starting it ------------------------------------- */
+
+/* Is path there already?  (Same name, same build: the name holds the id.) */
+static bool runner_present(struct docker_ctx *ctx, const char *cid, const char *path)
+{
+	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	struct docker_http rq = { .method = "HEAD", .path = url };
+	struct docker_reply rp;
+	struct sg_err e;
+	bool there;
+
+	if (!q)
+		return false;
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", cid, q);
+	free(q);
+	there = docker_engine_call(ctx->engine, &rq, &rp, &e) == 0 && rp.status == 200;
+	docker_reply_free(ctx->engine, &rp);
+	return there;
+}
+
+/* PUTs the binary into dir as name (root-owned, 0755: the tar says so). */
+static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *dir,
+			 const char *name, char *why, size_t size)
+{
+	char *q = docker_engine_escape(dir), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	struct docker_http rq = { .method = "PUT", .path = url,
+				  .content_type = "application/x-tar" };
+	struct sg_buf tar = { 0 };
+	struct docker_reply rp = { 0 };
+	struct sg_err e;
+	int rc = -1;
+
+	if (!q)
+		return snprintf(why, size, "out of memory"), -1;
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", cid, q);
+	free(q);
+	if (docker_tar_pack_file(ctx->host, name, ctx->bin, ctx->bin_len, 0755, &tar,
+				 &e) < 0) {
+		snprintf(why, size, "%.200s", e.msg);
+		return -1;
+	}
+	rq.body = tar.data;
+	rq.body_len = tar.len;
+	if (docker_engine_call(ctx->engine, &rq, &rp, &e) < 0)
+		snprintf(why, size, "%.200s", e.msg);
+	else if (rp.status != 200)
+		snprintf(why, size, "uploading to %s: docker answered HTTP %ld", dir,
+			 rp.status);
+	else
+		rc = 0;
+	docker_reply_free(ctx->engine, &rp);
+	ctx->host->buf_release(&tar);
+	return rc;
+}
+
+static void runner_log_cb(void *ud, enum rn_log_level level, const char *msg)
+{
+	const struct sg_host_api *host = ud;
+
+	host->log(level == RN_LOG_WARNING ? SG_LOG_WARNING :
+		  level == RN_LOG_INFO ? SG_LOG_INFO : SG_LOG_DEBUG, DOCKER_PLUGIN,
+		  "%s", msg);
+}
+
+/* Starts `path --stdio` with attached stdin/stdout and greets it. */
+static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
+			 const char *cid, const char *path, struct rn_conn **out,
+			 char *why, size_t size, struct sg_err *err)
+{
+	const char *argv[] = { path, ctx->runner_faults ? "--fault" : "--stdio", NULL };
+	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true };
+	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
+	struct sg_buf early = { 0 };
+	struct rn_transport t;
+	struct rn_conn_opts o = { .build_id = ctx->bin_id,
+				  .hello_timeout_ms = RUNNER_HELLO_MS,
+				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
+	struct runner_sock *s;
+	char name[32], url[128];
+	long status;
+	int fd = -1, rc = -1;
+
+	if (!start)
+		return snprintf(why, size, "out of memory"), -1;
+	if (docker_exec_create(ctx, cid, &r, dm->reid, sizeof(dm->reid), err) < 0) {
+		snprintf(why, size, "%.200s", err->msg);
+		goto out;
+	}
+	snprintf(url, sizeof(url), "/exec/%s/start", dm->reid);
+	if (docker_engine_hijack(ctx->engine, url, start, &fd, &early, &status, err) < 0) {
+		snprintf(why, size, "%.200s", err->msg);
+		goto out;
+	}
+	dm->rnote[0] = '\0';
+	s = runner_sock_new(ctx, dm, cid, fd, &early);
+	if (!s) {
+		snprintf(why, size, "out of memory");
+		close(fd);
+		goto out;
+	}
+	t = (struct rn_transport){ .read = runner_sock_read, .write = runner_sock_write,
+				   .shutdown = runner_sock_shutdown,
+				   .free = runner_sock_free, .ud = s };
+	snprintf(name, sizeof(name), "container %.12s", cid);
+	o.name = name;
+	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
+out:
+	ctx->host->buf_release(&early);
+	json_decref(start);
+	return rc;
+}
+
+/* Cuts the engine's preamble off an exec failure ("OCI runtime exec failed:
+ * exec failed: unable to start container process: exec: ..."). */
+static void runner_shorten(char *msg)
+{
+	const char *x = strstr(msg, "container process: ");
+
+	if (x)
+		memmove(msg, x + 19, strlen(x + 19) + 1);
+}
+
+/* Tries each directory in turn.  Returns 0 with *out, -1 with why (*gone
+ * when the container itself is gone). */
+static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
+			struct docker_machine *dm, struct rn_conn **out, char *why,
+			size_t size, bool *gone)
+{
+	char name[64], path[SG_PATH_MAX], step[256] = "";
+	struct sg_err e;
+	size_t i;
+
+	*gone = false;
+	if (runner_binary(ctx, why, size) < 0)
+		return -1;
+	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin_id);
+	why[0] = '\0';
+	for (i = 0; i < sizeof(runner_dirs) / sizeof(runner_dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", runner_dirs[i], name);
+		e.code = SG_E_OK;
+		if (!runner_present(ctx, m->id, path) &&
+		    runner_upload(ctx, m->id, runner_dirs[i], name, step, sizeof(step)) < 0)
+			goto next;
+		if (runner_launch(ctx, dm, m->id, path, out, step, sizeof(step), &e) == 0) {
+			snprintf(dm->rpath, sizeof(dm->rpath), "%s", path);
+			return 0;
+		}
+		if (dm->rnote[0]) /* the engine's own words say more than "EOF" */
+			snprintf(step, sizeof(step), "%s", dm->rnote);
+		runner_shorten(step);
+next:
+		if (e.code == SG_E_GONE) {
+			*gone = true;
+			snprintf(why, size, "%.200s", e.msg);
+			return -1;
+		}
+		snprintf(why + strlen(why), size - strlen(why), "%s%s: %.120s",
+			 i ? "; " : "", runner_dirs[i], step);
+		/* Another directory will not help another CPU. */
+		if (strstr(step, "exec format error"))
+			break;
+	}
+	return -1;
+}
+
+/* ---- per machine ----------------------------------------------------------------------- */
+
+void docker_runner_machine_init(struct docker_machine *dm)
+{
+	pthread_mutex_init(&dm->rlock, NULL);
+	dm->rstate = dm->ctx->runner_on ? DOCKER_RUNNER_IDLE : DOCKER_RUNNER_OFF;
+}
+
+void docker_runner_machine_fini(struct docker_machine *dm)
+{
+	rn_conn_close(dm->conn); /* the runner sees EOF and exits */
+	dm->conn = NULL;
+	pthread_mutex_destroy(&dm->rlock);
+}
+
+/* Logs how the previous runner ended; called before a restart. */
+static void runner_obituary(struct docker_ctx *ctx, const struct sg_machine *m,
+			    struct docker_machine *dm)
+{
+	char why[200] = "";
+	int code;
+
+	rn_conn_alive(dm->conn, why, sizeof(why));
+	code = dm->reid[0] ? docker_exec_wait(ctx, dm->reid) : -1;
+	snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
+	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner in container %.12s "
+		       "ended (%s; exit status %d): starting a new one", m->id, why, code);
+}
+
+/* Called with rlock held: a fresh runner, or the fallback decided. */
+static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine *m,
+				 struct docker_machine *dm, struct sg_err *err)
+{
+	char why[sizeof(dm->rwhy)];
+	long long t0 = docker_now_ms();
+	struct rn_hello h;
+	bool gone;
+
+	if (dm->conn) {
+		runner_obituary(ctx, m, dm);
+		rn_conn_close(dm->conn);
+		dm->conn = NULL;
+		dm->restarts++;
+	}
+	if (runner_start(ctx, m, dm, &dm->conn, why, sizeof(why), &gone) < 0) {
+		if (gone)
+			return ctx->host->errf(err, SG_E_GONE, "%s", why);
+		dm->rstate = DOCKER_RUNNER_FALLBACK;
+		snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "the runner cannot run in "
+			       "container %.12s, so its commands use plain docker exec "
+			       "(slower): %s", m->id, why);
+		return 1;
+	}
+	dm->rstate = DOCKER_RUNNER_ACTIVE;
+	dm->start_ms = docker_now_ms() - t0;
+	rn_conn_hello(dm->conn, &h);
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner %s in container %.12s: pid "
+		       "%ld, build %s, started in %lld ms%s", dm->rpath, m->id, h.pid,
+		       h.build_id, dm->start_ms, dm->restarts ? " (restarted)" : "");
+	return 0;
+}
+
+int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
+		      struct rn_conn **out, struct sg_err *err)
+{
+	struct docker_machine *dm = m->handle;
+	int rc = 1;
+
+	*out = NULL;
+	if (!dm || !ctx->runner_on)
+		return 1;
+	pthread_mutex_lock(&dm->rlock);
+	if (dm->rstate == DOCKER_RUNNER_FALLBACK || dm->rstate == DOCKER_RUNNER_OFF)
+		goto out;
+	if (!dm->conn || !rn_conn_alive(dm->conn, NULL, 0)) {
+		rc = runner_restart_locked(ctx, m, dm, err);
+		if (rc != 0)
+			goto out;
+	}
+	rn_conn_ref(dm->conn);
+	*out = dm->conn;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&dm->rlock);
+	return rc;
+}
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+static const char *runner_state_name(enum docker_runner_state s)
+{
+	switch (s) {
+	case DOCKER_RUNNER_ACTIVE:
+		return "active";
+	case DOCKER_RUNNER_FALLBACK:
+		return "fallback";
+	case DOCKER_RUNNER_OFF:
+		return "off";
+	default:
+		return "not started";
+	}
+}
+
+json_t *docker_runner_status(struct sg_machine *m)
+{
+	struct docker_machine *dm = m->handle;
+	struct rn_hello h = { 0 };
+	json_t *o;
+	bool alive;
+
+	if (!dm)
+		return json_pack("{s:s}", "runner", "unknown");
+	pthread_mutex_lock(&dm->rlock);
+	alive = dm->conn && rn_conn_alive(dm->conn, NULL, 0);
+	if (alive)
+		rn_conn_hello(dm->conn, &h);
+	o = json_pack("{s:s, s:b, s:s, s:s, s:I, s:I}",
+		      "runner", runner_state_name(dm->rstate),
+		      "connected", alive,
+		      "path", dm->rpath,
+		      "reason", dm->rwhy,
+		      "restarts", (json_int_t)dm->restarts,
+		      "start_ms", (json_int_t)dm->start_ms);
+	if (o && alive) {
+		json_object_set_new(o, "pid", json_integer(h.pid));
+		json_object_set_new(o, "build_id", json_string(h.build_id));
+		json_object_set_new(o, "arch", json_string(h.arch));
+	}
+	pthread_mutex_unlock(&dm->rlock);
+	return o;
+}
+
+int docker_action_runner(void *priv, struct sg_machine *m, const json_t *params,
+			 struct sg_call *call, json_t **result, struct sg_err *err)
+{
+	struct docker_ctx *ctx = priv;
+
+	(void)params;
+	(void)call;
+	*result = m ? docker_runner_status(m) : NULL;
+	if (!*result)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	return 0;
+}

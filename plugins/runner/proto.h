@@ -1,0 +1,223 @@
+/*
+ * The sandgate runner protocol: frames and fields, shared by the in-sandbox
+ * runner (sandgate-runner, a static program) and the plugins that talk to it
+ * (docker.so now, ssh.so later).  doc/runner-protocol.md is the long form.
+ *
+ * One byte stream each way (the runner's stdin and stdout).  Every message is
+ * a frame: a 12-byte header and a payload.
+ *
+ *   0..3   payload length, u32 big-endian, at most RN_MAX_PAYLOAD
+ *   4      type (enum rn_type)
+ *   5      flags, 0 in version 1
+ *   6..7   reserved, 0
+ *   8..11  request id, u32 big-endian (0: the connection itself)
+ *
+ * Structured payloads (HELLO, SPAWN, STARTED, EXIT) are a sequence of fields:
+ * u16 tag, u32 length, value; numbers are big-endian u32/u64.  A reader
+ * skips tags it does not know, so a minor version may add fields.
+ *
+ * Self-contained: no host API, no allocation except rn_buf (malloc, owned by
+ * whoever declared it), so the runner, the plugins and the unit tests all
+ * link this one file.
+ */
+#ifndef SG_RUNNER_PROTO_H
+#define SG_RUNNER_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RN_VERSION_MAJOR 1u /* a peer with another major is refused */
+#define RN_VERSION_MINOR 0u /* fields and types added compatibly */
+
+#define RN_HDR_SIZE    12u
+#define RN_MAX_PAYLOAD (1024u * 1024u) /* either direction; larger is corrupt */
+#define RN_CHUNK       (64u * 1024u)   /* output and stdin data frames */
+
+/* Frame types.  0x0_: sandgate -> runner, 0x8_: runner -> sandgate. */
+enum rn_type {
+	RN_HELLO = 0x01,       /* id 0: fields VERSION, BUILD_ID */
+	RN_SPAWN = 0x02,       /* new id: fields of the command (RN_F_*) */
+	RN_STDIN = 0x03,       /* bytes for the process's stdin (RN_MODE_STDIN) */
+	RN_STDIN_CLOSE = 0x04, /* close the process's stdin */
+	RN_KILL = 0x05,        /* empty: TERM the group, KILL after the grace;
+				  a u32 signal number: send only that, once */
+	RN_PING = 0x06,        /* answered by PONG with the same id and payload */
+
+	RN_R_HELLO = 0x81,     /* id 0: VERSION, BUILD_ID, PID, MAX_PAYLOAD, ARCH */
+	RN_R_STARTED = 0x82,   /* the command runs: PID, PGID */
+	RN_R_STDOUT = 0x83,    /* output bytes (stdout, or both when merged) */
+	RN_R_STDERR = 0x84,
+	RN_R_STATUS = 0x85,    /* bytes the process wrote on its status fd */
+	RN_R_PONG = 0x86,
+	RN_R_EXIT = 0x87,      /* last frame of an id: CODE, SIGNAL, FLAGS, ... */
+	RN_R_ERROR = 0x88      /* a refused frame: TEXT; id 0 ends the runner */
+};
+
+/* Field tags.  Numbers: u32 unless said. */
+enum rn_tag {
+	/* HELLO, both ways */
+	RN_F_VERSION = 1,     /* u16 major, u16 minor */
+	RN_F_BUILD_ID = 2,    /* text: 16 hex digits, FNV-1a 64 of the binary */
+	RN_F_PID = 3,         /* also STARTED */
+	RN_F_MAX_PAYLOAD = 4,
+	RN_F_ARCH = 5,        /* text: uname -m */
+
+	/* SPAWN */
+	RN_F_COMMAND = 10,    /* text: run by a non-login `/bin/sh -c` */
+	RN_F_ARG = 11,        /* text, repeated: argv when there is no COMMAND */
+	RN_F_ENV = 12,        /* "KEY=VALUE", repeated: set over the runner's own */
+	RN_F_CWD = 13,        /* text; absent: the runner's cwd */
+	RN_F_TIMEOUT_MS = 14, /* 0 or absent: none */
+	RN_F_GRACE_MS = 15,   /* TERM -> KILL; absent: RN_GRACE_MS_DEFAULT */
+	RN_F_CAP = 16,        /* u64 bytes forwarded per stream; 0: no cap */
+	RN_F_MODE = 17,       /* RN_MODE_* bits */
+	RN_F_STATUS_FD = 18,  /* with RN_MODE_STATUS: the fd number (3..9) */
+
+	/* STARTED */
+	RN_F_PGID = 20,
+
+	/* EXIT */
+	RN_F_CODE = 30,       /* exit status 0..255, absent when signalled */
+	RN_F_SIGNAL = 31,     /* the signal that ended it */
+	RN_F_FLAGS = 32,      /* RN_EXIT_* bits */
+	RN_F_ERRNO = 33,      /* the command could not start: errno ... */
+	RN_F_STAGE = 34,      /* ... at this step (enum rn_stage) */
+
+	/* ERROR */
+	RN_F_TEXT = 40
+};
+
+enum rn_mode {
+	RN_MODE_STDIN = 1u << 0,  /* stdin is a pipe fed by STDIN frames, not /dev/null */
+	RN_MODE_MERGE = 1u << 1,  /* stderr into stdout, in order (STDOUT frames) */
+	RN_MODE_STATUS = 1u << 2  /* a status fd, forwarded as STATUS frames */
+};
+
+enum rn_exit_flags {
+	RN_EXIT_TIMED_OUT = 1u << 0,
+	RN_EXIT_KILLED = 1u << 1,    /* ended by a KILL frame */
+	RN_EXIT_OUT_TRUNC = 1u << 2,
+	RN_EXIT_ERR_TRUNC = 1u << 3
+};
+
+enum rn_stage {
+	RN_STAGE_SETUP = 1, /* pipes, fork */
+	RN_STAGE_CHDIR = 2,
+	RN_STAGE_EXEC = 3
+};
+
+#define RN_GRACE_MS_DEFAULT 1000u
+
+/* ---- headers ---------------------------------------------------------------- */
+
+struct rn_hdr {
+	uint32_t len;
+	uint8_t type;
+	uint32_t id;
+};
+
+void rn_hdr_put(unsigned char out[RN_HDR_SIZE], uint8_t type, uint32_t id,
+		uint32_t len);
+
+/* Decodes and checks a header: flags and reserved bytes zero, len <= max.
+ * Returns 0, or -1 for a header that cannot be ours. */
+int rn_hdr_get(const unsigned char in[RN_HDR_SIZE], uint32_t max, struct rn_hdr *h);
+
+/* True for the types `from_runner` (or the other side) may send. */
+bool rn_type_known(uint8_t type, bool from_runner);
+
+/* ---- an incremental frame reader ------------------------------------------------ */
+
+/* Called for each whole frame; payload is valid for the call only.  A
+ * non-zero return stops the feed and is returned by rn_reader_feed(). */
+typedef int rn_frame_fn(const struct rn_hdr *h, const unsigned char *payload,
+			void *ud);
+
+/* State between reads: frames may arrive split anywhere.  payload is
+ * malloc'd (grown to the largest frame seen) and freed by rn_reader_free(). */
+struct rn_reader {
+	unsigned char hdr[RN_HDR_SIZE];
+	size_t hdr_len;
+	struct rn_hdr h;
+	bool in_payload;
+	unsigned char *payload;
+	size_t got, cap;
+	uint32_t max;           /* payload limit */
+	char why[96];           /* what was wrong, after a -1 */
+};
+
+void rn_reader_init(struct rn_reader *r, uint32_t max);
+void rn_reader_free(struct rn_reader *r);
+
+/* Feeds in[0..n).  Returns 0, -1 on a bad header or out of memory (r->why
+ * says which; the reader is then unusable), or fn's non-zero value. */
+int rn_reader_feed(struct rn_reader *r, const void *in, size_t n, rn_frame_fn *fn,
+		   void *ud);
+
+/* True between frames: an EOF there is clean. */
+bool rn_reader_idle(const struct rn_reader *r);
+
+/* ---- payload building ------------------------------------------------------------ */
+
+/* A growable buffer.  After a failed allocation `oom` stays set and later
+ * puts do nothing, so a builder checks once at the end. */
+struct rn_buf {
+	unsigned char *data;
+	size_t len, cap;
+	bool oom;
+};
+
+void rn_buf_free(struct rn_buf *b);
+void rn_buf_add(struct rn_buf *b, const void *p, size_t n);
+
+/* Starts a frame in b (header space); rn_frame_end() fills in its length.
+ * Returns the offset of the frame, for rn_frame_end(). */
+size_t rn_frame_begin(struct rn_buf *b, uint8_t type, uint32_t id);
+/* Returns 0, or -1 when the payload is larger than RN_MAX_PAYLOAD or the
+ * buffer ran out of memory. */
+int rn_frame_end(struct rn_buf *b, size_t start);
+
+void rn_put_bytes(struct rn_buf *b, uint16_t tag, const void *v, uint32_t len);
+void rn_put_str(struct rn_buf *b, uint16_t tag, const char *s);
+void rn_put_u32(struct rn_buf *b, uint16_t tag, uint32_t v);
+void rn_put_u64(struct rn_buf *b, uint16_t tag, uint64_t v);
+
+/* ---- payload reading ----------------------------------------------------------- */
+
+struct rn_field {
+	uint16_t tag;
+	uint32_t len;
+	const unsigned char *val;
+};
+
+struct rn_iter {
+	const unsigned char *p, *end;
+};
+
+void rn_iter_init(struct rn_iter *it, const void *payload, size_t len);
+/* Returns 1 with *f filled, 0 at the end, -1 when a field runs past the
+ * payload (corrupt). */
+int rn_iter_next(struct rn_iter *it, struct rn_field *f);
+
+/* Typed views of a field; -1 when the length is wrong for the type. */
+int rn_field_u32(const struct rn_field *f, uint32_t *v);
+int rn_field_u64(const struct rn_field *f, uint64_t *v);
+/* Copies a text field into out[size] NUL-terminated; -1 when it does not
+ * fit or holds a NUL. */
+int rn_field_str(const struct rn_field *f, char *out, size_t size);
+
+uint32_t rn_get_u32(const unsigned char *p);
+void rn_set_u32(unsigned char *p, uint32_t v);
+
+/* ---- build ids -------------------------------------------------------------------- */
+
+#define RN_BUILD_ID_LEN 16 /* hex digits */
+
+/* FNV-1a 64 of a file's bytes, in 16 hex digits + NUL.  Both sides hash the
+ * same binary: the plugin the file it uploads, the runner /proc/self/exe.
+ * Returns 0, or -1 (errno) when the file cannot be read. */
+int rn_build_id_file(const char *path, char out[RN_BUILD_ID_LEN + 1]);
+void rn_build_id_bytes(const void *p, size_t n, char out[RN_BUILD_ID_LEN + 1]);
+
+#endif /* SG_RUNNER_PROTO_H */

@@ -1,0 +1,352 @@
+/*
+ * sandgate-runner: the in-sandbox agent that runs sandgate's commands.
+ *
+ * sandgate starts it once per sandbox (one docker exec, one SSH channel) and
+ * then speaks the runner protocol (proto.h, doc/runner-protocol.md) over its
+ * stdin and stdout: many commands at once, each in its own process group,
+ * with output, exit status, timeouts and kills, at the cost of a fork+exec
+ * instead of a full exec round trip through the container engine.
+ *
+ * Statically linked, no dependencies: it must run in any Linux image of the
+ * same CPU architecture.  It dies with its stream: at EOF on stdin (or
+ * SIGTERM/SIGINT/SIGHUP) it kills the commands still in flight and exits.  It
+ * is a child subreaper, so orphans of its commands are reaped here.
+ *
+ * Usage: sandgate-runner [--stdio] | --version
+ * (--fault is a hidden test switch: see enum rn_fault in runner.h.)
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/runner/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
+
+int64_t rn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- sending --------------------------------------------------------------------- */
+
+static void runner_stop(struct runner *r)
+{
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	r->stop_deadline = rn_now_ms() + 2000;
+	proc_kill_all(r);
+}
+
+/* Writes all of iov (blocking); -1 on any error. */
+static int write_all(int fd, struct iovec *iov, int n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = writev(fd, iov, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int rn_send(struct runner *r, uint8_t type, uint32_t id, const void *payload,
+	    size_t len)
+{
+	unsigned char hdr[RN_HDR_SIZE];
+	struct iovec iov[2];
+
+	if (r->out_dead)
+		return -1;
+	rn_hdr_put(hdr, type, id, (uint32_t)len);
+	iov[0] = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	iov[1] = (struct iovec){ .iov_base = (void *)payload, .iov_len = len };
+	if (write_all(r->out_fd, iov, len ? 2 : 1) < 0) {
+		/* sandgate is gone: nobody will read the results. */
+		r->out_dead = true;
+		runner_stop(r);
+		return -1;
+	}
+	return 0;
+}
+
+void rn_send_error(struct runner *r, uint32_t id, const char *fmt, ...)
+{
+	struct rn_buf b = { 0 };
+	char text[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	rn_put_str(&b, RN_F_TEXT, text);
+	if (!b.oom)
+		rn_send(r, RN_R_ERROR, id, b.data, b.len);
+	rn_buf_free(&b);
+	fprintf(stderr, "sandgate-runner: request %u: %s\n", id, text);
+}
+
+static void send_hello(struct runner *r)
+{
+	struct rn_buf b = { 0 };
+	struct utsname u;
+
+	if (uname(&u) < 0)
+		snprintf(u.machine, sizeof(u.machine), "unknown");
+	rn_put_u32(&b, RN_F_VERSION, RN_VERSION_MAJOR << 16 | RN_VERSION_MINOR);
+	rn_put_str(&b, RN_F_BUILD_ID, r->build_id);
+	rn_put_u32(&b, RN_F_PID, (uint32_t)getpid());
+	rn_put_u32(&b, RN_F_MAX_PAYLOAD, RN_MAX_PAYLOAD);
+	rn_put_str(&b, RN_F_ARCH, u.machine);
+	if (!b.oom)
+		rn_send(r, RN_R_HELLO, 0, b.data, b.len);
+	rn_buf_free(&b);
+}
+
+/* ---- receiving -------------------------------------------------------------------- */
+
+/* sandgate's HELLO: refuses another major version. */
+static int on_hello(struct runner *r, const unsigned char *payload, size_t len)
+{
+	struct rn_iter it;
+	struct rn_field f;
+	uint32_t v = 0;
+	int rc;
+
+	rn_iter_init(&it, payload, len);
+	while ((rc = rn_iter_next(&it, &f)) > 0)
+		if (f.tag == RN_F_VERSION && rn_field_u32(&f, &v) < 0)
+			rc = -1;
+	if (rc < 0 || v >> 16 != RN_VERSION_MAJOR) {
+		rn_send_error(r, 0, "protocol version %u.%u is not %u.x", v >> 16,
+			      v & 0xffff, RN_VERSION_MAJOR);
+		return -1;
+	}
+	r->hello_seen = true;
+	return 0;
+}
+
+static void on_kill(struct runner *r, struct proc *p, const unsigned char *payload,
+		    size_t len)
+{
+	uint32_t sig = 0;
+
+	if (len == 4)
+		sig = rn_get_u32(payload);
+	if (len != 0 && (len != 4 || sig == 0 || sig >= 65)) {
+		rn_send_error(r, p->id, "KILL carries a bad signal");
+		return;
+	}
+	proc_kill(r, p, (int)sig);
+}
+
+/* One frame from sandgate.  Frames for commands that already ended are
+ * dropped quietly: sandgate may send them before it sees the EXIT. */
+static int on_frame(const struct rn_hdr *h, const unsigned char *payload, void *ud)
+{
+	struct runner *r = ud;
+	struct proc *p = h->type == RN_SPAWN ? NULL : proc_find(r, h->id);
+
+	if (!r->hello_seen && h->type != RN_HELLO) {
+		rn_send_error(r, 0, "the first frame must be HELLO");
+		return -1;
+	}
+	switch (h->type) {
+	case RN_HELLO:
+		return on_hello(r, payload, h->len);
+	case RN_SPAWN:
+		if (!r->stopping)
+			proc_spawn(r, h->id, payload, h->len);
+		return 0;
+	case RN_STDIN:
+		if (p)
+			proc_stdin(r, p, payload, h->len);
+		return 0;
+	case RN_STDIN_CLOSE:
+		if (p)
+			proc_stdin_close(p);
+		return 0;
+	case RN_KILL:
+		if (p)
+			on_kill(r, p, payload, h->len);
+		return 0;
+	case RN_PING:
+		rn_send(r, RN_R_PONG, h->id, payload, h->len);
+		return 0;
+	default:
+		/* A newer sandgate's request: say so, keep going. */
+		rn_send_error(r, h->id, "unknown frame type 0x%02x", h->type);
+		return 0;
+	}
+}
+
+static void read_input(struct runner *r)
+{
+	unsigned char buf[RN_CHUNK];
+	ssize_t n = read(r->in_fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		r->in_eof = true;
+		runner_stop(r);
+		return;
+	}
+	if (rn_reader_feed(&r->rd, buf, (size_t)n, on_frame, r) != 0) {
+		if (r->rd.why[0])
+			rn_send_error(r, 0, "%s", r->rd.why);
+		r->in_eof = true; /* framing is lost: stop reading */
+		runner_stop(r);
+	}
+}
+
+static void read_signals(struct runner *r)
+{
+	struct signalfd_siginfo si;
+
+	while (read(r->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			proc_reap(r);
+		else
+			runner_stop(r);
+	}
+}
+
+/* ---- the loop ----------------------------------------------------------------------- */
+
+/* One poll round.  Returns false when the runner is done. */
+static bool runner_round(struct runner *r, struct pollfd *pfd)
+{
+	size_t n = 0, np, nd;
+	int wait;
+
+	wait = proc_tick(r);
+	if (r->stopping) {
+		if (!r->procs)
+			return false;
+		if (rn_now_ms() >= r->stop_deadline)
+			return false;
+		wait = wait < 0 || wait > 50 ? 50 : wait;
+	}
+	pfd[n++] = (struct pollfd){ .fd = r->sig_fd, .events = POLLIN };
+	pfd[n++] = (struct pollfd){ .fd = r->in_eof ? -1 : r->in_fd, .events = POLLIN };
+	np = proc_pollfds(r, pfd + n, RUNNER_POLL_MAX - n);
+	nd = drain_pollfds(r, pfd + n + np, RUNNER_POLL_MAX - n - np);
+	if (poll(pfd, n + np + nd, wait) < 0)
+		return errno == EINTR;
+	proc_events(r, pfd + n, np);
+	if (pfd[0].revents)
+		read_signals(r);
+	if (pfd[1].revents)
+		read_input(r);
+	drain_events(r, pfd + n + np, nd);
+	return true;
+}
+
+static int runner_setup(struct runner *r)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	r->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (r->sig_fd < 0)
+		return -1;
+	/* A write to a dead sandgate must fail, not kill us: we still have
+	 * commands to end. */
+	signal(SIGPIPE, SIG_IGN);
+	/* Orphans of the commands come to us and are reaped in proc_reap(). */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Our own stdin/stdout/stderr stay with us, never with a command. */
+	for (int fd = 0; fd <= 2; fd++)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+/* The runner ends: whatever is still in flight is killed outright. */
+static void runner_end(struct runner *r)
+{
+	for (struct proc *p = r->procs; p; p = p->next) {
+		if (p->pgid > 1)
+			kill(-p->pgid, SIGKILL);
+		if (!p->exited && p->pid > 1)
+			kill(p->pid, SIGKILL);
+	}
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: sandgate-runner [--stdio] | --version\n"
+		"Runs sandgate's commands in a sandbox; spoken to over stdin/stdout "
+		"(doc/runner-protocol.md).\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static struct pollfd pfd[RUNNER_POLL_MAX];
+	struct runner r = { .in_fd = 0, .out_fd = 1, .sig_fd = -1 };
+	bool version = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--version") == 0)
+			version = true;
+		else if (strcmp(argv[i], "--fault") == 0)
+			r.faults = true;
+		else if (strcmp(argv[i], "--stdio") != 0)
+			return usage();
+	}
+	if (rn_build_id_file("/proc/self/exe", r.build_id) < 0)
+		snprintf(r.build_id, sizeof(r.build_id), "unknown");
+	if (version) {
+		printf("sandgate-runner protocol %u.%u build %s\n", RN_VERSION_MAJOR,
+		       RN_VERSION_MINOR, r.build_id);
+		return 0;
+	}
+	if (runner_setup(&r) < 0) {
+		fprintf(stderr, "sandgate-runner: setup failed: %s\n", strerror(errno));
+		return 1;
+	}
+	rn_reader_init(&r.rd, RN_MAX_PAYLOAD);
+	send_hello(&r);
+	while (runner_round(&r, pfd))
+		;
+	runner_end(&r);
+	rn_reader_free(&r.rd);
+	return r.out_dead || !r.in_eof ? 1 : 0;
+}

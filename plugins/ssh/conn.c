@@ -1,0 +1,980 @@
+/*
+ * Connections.  One pool per target holds its live SSH connections; each
+ * connection carries as many channels as the server allows (OpenSSH
+ * MaxSessions, default 10): a refused channel open teaches the limit and the
+ * pool opens another connection to the same target.
+ *
+ * Every libssh2 call on a connection runs with conn->lock held, in
+ * non-blocking mode; the caller loops on EAGAIN through ssh_op_wait() (see
+ * ssh.h for why waiters kick each other and why one op may own the socket's
+ * send side).  Lock order: conn->lock before pool->lock, never the reverse.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/ssh/ssh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SSH_FLUSH_MS 10000      /* a partially sent packet must go out within this */
+#define SSH_CLOSE_MS 5000       /* a channel must close within this */
+#define SSH_OPEN_TRIES 6        /* refusals before giving up on a channel */
+
+/* ---- waiting ----------------------------------------------------------------------- */
+
+void ssh_op_init(struct ssh_op *op, struct ssh_conn *c, const struct sg_call *call,
+		 int64_t deadline_ms)
+{
+	memset(op, 0, sizeof(*op));
+	op->c = c;
+	op->call = call;
+	op->deadline_ms = deadline_ms;
+	op->efd = -1;
+}
+
+void ssh_conn_kick(struct ssh_conn *c, const struct ssh_op *self)
+{
+	uint64_t one = 1;
+
+	for (struct ssh_op *w = c->waiters; w; w = w->next)
+		if (w != self && w->efd >= 0 && write(w->efd, &one, sizeof(one)) < 0)
+			(void)0; /* a full counter already means "wake up" */
+}
+
+/* Bytes received by this thread's calls may hold packets other ops wait for. */
+static void ssh_conn_settle(struct ssh_conn *c, const struct ssh_op *self)
+{
+	if (c->rx != c->rx_notified) {
+		c->rx_notified = c->rx;
+		ssh_conn_kick(c, self);
+	}
+}
+
+/* Updates send-side ownership after op's last call (lock held). */
+static void ssh_op_own(struct ssh_op *op)
+{
+	struct ssh_conn *c = op->c;
+	int dirs = c->session ? libssh2_session_block_directions(c->session) : 0;
+
+	if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) {
+		if (!c->out_owner) {
+			c->out_owner = op;
+			op->flush_deadline_ms = ssh_now_ms() + SSH_FLUSH_MS;
+		}
+	} else if (c->out_owner == op) {
+		c->out_owner = NULL;
+		ssh_conn_kick(c, op);
+	}
+}
+
+static void ssh_op_unregister(struct ssh_op *op)
+{
+	for (struct ssh_op **pp = &op->c->waiters; *pp; pp = &(*pp)->next) {
+		if (*pp == op) {
+			*pp = op->next;
+			break;
+		}
+	}
+	op->next = NULL;
+}
+
+static int ssh_op_stop(struct ssh_op *op, enum ssh_stop why)
+{
+	op->stop = why;
+	return -1;
+}
+
+static bool ssh_op_cancelled(const struct ssh_op *op)
+{
+	const struct sg_host_api *host = op->c->pool->ctx->host;
+
+	return op->call && host->cancelled(op->call);
+}
+
+/* Sends an SSH keepalive when one is due and the socket has room (a
+ * keepalive that blocked half-way would leave libssh2 holding a packet that
+ * only the same call could finish), and notices a server that stopped
+ * answering.  Lock held, no op owns the send side. */
+static void ssh_conn_keepalive(struct ssh_conn *c, int64_t now)
+{
+	unsigned ka = c->pool->target.keepalive_s;
+	struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+	int next = 0;
+
+	if (!ka || c->out_owner || c->broken)
+		return;
+	/* Only silence after a keepalive counts: an idle pooled connection
+	 * is not a dead one. */
+	if (c->ka_unanswered_ms && now - c->ka_unanswered_ms > (int64_t)ka * 3000 + 1000) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "no answer from the server for %u s (3 keepalive intervals)",
+			 (unsigned)((now - c->ka_unanswered_ms) / 1000));
+		ssh_conn_break(c, why);
+		return;
+	}
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT)) {
+		libssh2_keepalive_send(c->session, &next);
+		/* libssh2 sent one when `next` is a whole interval away. */
+		if (next >= (int)ka && !c->ka_unanswered_ms)
+			c->ka_unanswered_ms = now;
+	}
+}
+
+/* Sleeps until this op should look again: the socket (when `sock`), its
+ * eventfd, the cancel fd or the deadline.  Lock held on entry and exit. */
+static int ssh_op_sleep(struct ssh_op *op, bool sock)
+{
+	struct ssh_conn *c = op->c;
+	const struct sg_host_api *host = c->pool->ctx->host;
+	bool owner = c->out_owner == op;
+	/* A half-sent packet blocks every op on the connection: its owner
+	 * finishes it whatever its deadline or a cancellation say, or gives
+	 * the connection up. */
+	bool quiet = owner || op->stopping;
+	int64_t now = ssh_now_ms(), wait_ms = -1;
+	int64_t deadline = owner ? op->flush_deadline_ms : op->deadline_ms;
+	int n = 0, cfd = op->call && !quiet ? host->cancel_fd(op->call) : -1;
+	struct pollfd pfd[3];
+	uint64_t junk;
+
+	if (c->broken)
+		return ssh_op_stop(op, SSH_STOP_BROKEN);
+	if (!quiet && ssh_op_cancelled(op))
+		return ssh_op_stop(op, SSH_STOP_CANCEL);
+	if (deadline >= 0 && now >= deadline) {
+		if (owner)
+			ssh_conn_break(c, "the server stopped reading (a packet could not be sent)");
+		return ssh_op_stop(op, SSH_STOP_TIMEOUT);
+	}
+	if (op->efd < 0) {
+		op->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (op->efd < 0) {
+			ssh_conn_break(c, "out of file descriptors");
+			return ssh_op_stop(op, SSH_STOP_BROKEN);
+		}
+	}
+	if (sock && !c->out_owner)
+		ssh_conn_keepalive(c, now);
+	if (c->broken)
+		return ssh_op_stop(op, SSH_STOP_BROKEN);
+	pfd[n++] = (struct pollfd){ .fd = op->efd, .events = POLLIN };
+	/* While another op owns the send side this one may not call libssh2
+	 * at all: watching the socket would only spin. */
+	if (owner)
+		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT | POLLIN };
+	else if (sock && !c->out_owner)
+		pfd[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+	if (cfd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = cfd, .events = POLLIN };
+	if (deadline >= 0)
+		wait_ms = deadline - now;
+	if (c->pool->target.keepalive_s && sock) {
+		int64_t ka = (int64_t)c->pool->target.keepalive_s * 1000;
+
+		if (wait_ms < 0 || wait_ms > ka)
+			wait_ms = ka;
+	}
+	op->next = c->waiters;
+	c->waiters = op;
+	ssh_conn_settle(c, op);
+	pthread_mutex_unlock(&c->lock);
+	if (poll(pfd, (nfds_t)n, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) < 0 &&
+	    errno != EINTR)
+		usleep(1000); /* cannot happen with valid fds; never spin */
+	pthread_mutex_lock(&c->lock);
+	ssh_op_unregister(op);
+	while (read(op->efd, &junk, sizeof(junk)) > 0)
+		;
+	return 0;
+}
+
+int ssh_op_wait(struct ssh_op *op)
+{
+	ssh_op_own(op);
+	/* Ops that may not send wait here until the owner flushed. */
+	while (op->c->out_owner && op->c->out_owner != op)
+		if (ssh_op_sleep(op, false) < 0)
+			return -1;
+	return ssh_op_sleep(op, true);
+}
+
+int ssh_op_pend(struct ssh_op *op)
+{
+	return ssh_op_sleep(op, false);
+}
+
+int ssh_op_begin(struct ssh_op *op)
+{
+	pthread_mutex_lock(&op->c->lock);
+	while (op->c->out_owner && op->c->out_owner != op)
+		if (ssh_op_sleep(op, false) < 0)
+			return -1;
+	return op->c->broken ? ssh_op_stop(op, SSH_STOP_BROKEN) : 0;
+}
+
+void ssh_op_end(struct ssh_op *op)
+{
+	struct ssh_conn *c = op->c;
+
+	if (c->session)
+		ssh_op_own(op);
+	if (c->out_owner == op) {
+		/* Nobody can finish this op's packet now. */
+		c->out_owner = NULL;
+		ssh_conn_break(c, "an operation gave up with a packet half sent");
+		ssh_conn_kick(c, op);
+	}
+	ssh_conn_settle(c, op);
+	pthread_mutex_unlock(&c->lock);
+	if (op->efd >= 0)
+		close(op->efd);
+	op->efd = -1;
+}
+
+void ssh_op_pause(struct ssh_op *op)
+{
+	ssh_op_own(op);
+	ssh_conn_settle(op->c, op);
+	pthread_mutex_unlock(&op->c->lock);
+}
+
+int ssh_op_resume(struct ssh_op *op)
+{
+	return ssh_op_begin(op);
+}
+
+/* ---- connections --------------------------------------------------------------------- */
+
+/* libssh2 reads the socket through this, so we know when a call received
+ * bytes that may hold packets for other ops.  Runs under conn->lock. */
+static ssize_t ssh_recv_cb(libssh2_socket_t fd, void *buf, size_t len, int flags,
+			   void **abstract)
+{
+	struct ssh_conn *c = *abstract;
+	ssize_t n = recv(fd, buf, len, flags);
+
+	if (n < 0)
+		return -errno;
+	if (n > 0) {
+		c->rx += (uint64_t)n;
+		c->ka_unanswered_ms = 0;
+	}
+	return n;
+}
+
+void ssh_conn_break(struct ssh_conn *c, const char *why)
+{
+	struct ssh_pool *p = c->pool;
+
+	if (!c->broken) {
+		c->broken = true;
+		snprintf(c->broken_why, sizeof(c->broken_why), "%s", why);
+		ssh_log(p->ctx, SG_LOG_INFO, "connection to %s@%s:%u dropped: %s", p->target.user,
+			p->target.host, p->target.port, why);
+	}
+	ssh_conn_kick(c, NULL);
+	pthread_mutex_lock(&p->lock);
+	if (c->listed) {
+		for (struct ssh_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
+			if (*pp == c) {
+				*pp = c->next;
+				break;
+			}
+		}
+		c->listed = false;
+		c->refs--; /* the pool's; the caller holds another */
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Tears the session down without ever blocking: a polite disconnect when
+ * the socket takes it at once, then shutdown() so every further send fails
+ * fast while libssh2 frees its channels. */
+static void ssh_conn_free(struct ssh_conn *c)
+{
+	if (!c)
+		return;
+	if (c->session) {
+		if (!c->broken && !c->out_owner)
+			libssh2_session_disconnect(c->session, "sandgate closes the connection");
+		if (c->fd >= 0)
+			shutdown(c->fd, SHUT_RDWR);
+		libssh2_session_set_blocking(c->session, 1);
+		if (c->sftp)
+			libssh2_sftp_shutdown(c->sftp);
+		libssh2_session_free(c->session);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+void ssh_conn_get(struct ssh_conn *c)
+{
+	pthread_mutex_lock(&c->pool->lock);
+	c->refs++;
+	pthread_mutex_unlock(&c->pool->lock);
+}
+
+void ssh_conn_put(struct ssh_conn *c)
+{
+	unsigned left;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->pool->lock);
+	left = --c->refs;
+	pthread_mutex_unlock(&c->pool->lock);
+	if (left == 0)
+		ssh_conn_free(c);
+}
+
+static int ssh_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* Waits for a non-blocking connect(). */
+static int ssh_connect_wait(struct ssh_ctx *ctx, int fd, int64_t deadline,
+			    const struct sg_call *call, int *soerr)
+{
+	struct pollfd pfd[2] = { { .fd = fd, .events = POLLOUT },
+				 { .fd = call ? ctx->host->cancel_fd(call) : -1, .events = POLLIN } };
+	socklen_t len = sizeof(*soerr);
+
+	for (;;) {
+		int64_t left = deadline - ssh_now_ms();
+		int r;
+
+		if (left <= 0)
+			return SSH_STOP_TIMEOUT;
+		r = poll(pfd, pfd[1].fd >= 0 ? 2 : 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*soerr = errno;
+			return SSH_GO;
+		}
+		if (pfd[1].fd >= 0 && pfd[1].revents)
+			return SSH_STOP_CANCEL;
+		if (pfd[0].revents)
+			break;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, soerr, &len) < 0)
+		*soerr = errno;
+	return SSH_GO;
+}
+
+/* TCP keepalive at the keepalive interval keeps NAT state and finds dead
+ * peers even on idle pooled connections; NODELAY because every call is a
+ * few small request/response round trips. */
+static void ssh_tune_socket(int fd, unsigned ka)
+{
+	int one = 1, idle = ka ? (int)ka : 60, cnt = 3;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+static int ssh_tcp_connect(struct ssh_pool *p, int64_t deadline, const struct sg_call *call,
+			   struct sg_err *err)
+{
+	const struct ssh_target *t = &p->target;
+	const struct sg_host_api *host = p->ctx->host;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char port[16];
+	int fd = -1, soerr = 0, gai;
+
+	snprintf(port, sizeof(port), "%u", t->port);
+	gai = getaddrinfo(t->host, port, &hints, &res);
+	if (gai != 0)
+		return host->errf(err, SG_E_UNAVAILABLE, "ssh: cannot resolve host '%s' of target '%s': %s",
+				  t->host, t->name, gai_strerror(gai));
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int stop;
+
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			soerr = errno;
+			continue;
+		}
+		if (ssh_set_nonblock(fd) < 0) {
+			soerr = errno;
+		} else if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			soerr = 0;
+		} else if (errno != EINPROGRESS) {
+			soerr = errno;
+		} else {
+			stop = ssh_connect_wait(p->ctx, fd, deadline, call, &soerr);
+			if (stop != SSH_GO) {
+				close(fd);
+				freeaddrinfo(res);
+				if (stop == SSH_STOP_CANCEL)
+					return host->errf(err, SG_E_CANCELLED, "ssh: cancelled while connecting to %s:%u",
+							  t->host, t->port);
+				return host->errf(err, SG_E_UNAVAILABLE,
+						  "ssh: cannot connect to %s:%u (target '%s') within %u s: no answer (check the host and port, or raise [ssh] connect_timeout)",
+						  t->host, t->port, t->name, t->connect_timeout_s);
+			}
+		}
+		if (soerr == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		errno = soerr;
+		return host->errf(err, SG_E_UNAVAILABLE,
+				  "ssh: cannot connect to %s:%u (target '%s'): %s (is sshd running there?)",
+				  t->host, t->port, t->name, strerror(soerr ? soerr : EHOSTUNREACH));
+	}
+	ssh_tune_socket(fd, t->keepalive_s);
+	return fd;
+}
+
+/* Exchanges keys, checks the host key and authenticates (op begun). */
+static int ssh_conn_setup(struct ssh_conn *c, struct ssh_op *op, struct sg_err *err)
+{
+	struct ssh_pool *p = c->pool;
+	struct ssh_known *known;
+	int rc, ret = -1;
+
+	known = ssh_known_load(p->ctx, c->session, &p->target, err);
+	if (!known)
+		return -1;
+	ssh_known_prefer(known, c->session, &p->target);
+	SSH_CALL(op, rc, libssh2_session_handshake(c->session, c->fd));
+	if (rc == LIBSSH2_ERROR_EAGAIN) {
+		p->ctx->host->errf(err, op->stop == SSH_STOP_CANCEL ? SG_E_CANCELLED : SG_E_UNAVAILABLE,
+				   "ssh: %s:%u did not finish the SSH handshake within %u s (is it an SSH server?)",
+				   p->target.host, p->target.port, p->target.connect_timeout_s);
+		goto out;
+	}
+	if (rc) {
+		ssh_fail(op, NULL, rc, "SSH handshake", err);
+		goto out;
+	}
+	if (ssh_known_verify(known, p, c->session, err) < 0)
+		goto out;
+	if (ssh_auth(op, &p->target, err) < 0)
+		goto out;
+	if (p->target.keepalive_s)
+		libssh2_keepalive_config(c->session, 1, p->target.keepalive_s);
+	ret = 0;
+out:
+	ssh_known_free(known);
+	return ret;
+}
+
+/* Makes a new authenticated connection to the pool's target.  The result is
+ * not listed yet and nobody else sees it. */
+static struct ssh_conn *ssh_conn_connect(struct ssh_pool *p, const struct sg_call *call,
+					 struct sg_err *err)
+{
+	const struct ssh_target *t = &p->target;
+	int64_t deadline = ssh_now_ms() + (int64_t)t->connect_timeout_s * 1000;
+	struct ssh_conn *c = calloc(1, sizeof(*c)); /* freed by ssh_conn_free() */
+	struct ssh_op op;
+	int64_t t0 = ssh_now_ms();
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16];
+
+	if (!c) {
+		p->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+		return NULL;
+	}
+	c->pool = p;
+	c->fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	c->fd = ssh_tcp_connect(p, deadline, call, err);
+	if (c->fd < 0)
+		goto fail;
+	c->session = libssh2_session_init_ex(NULL, NULL, NULL, c);
+	if (!c->session) {
+		p->ctx->host->errf(err, SG_E_NOMEM, "ssh: cannot make a libssh2 session");
+		goto fail;
+	}
+	libssh2_session_callback_set(c->session, LIBSSH2_CALLBACK_RECV, (void *)ssh_recv_cb);
+	libssh2_session_set_blocking(c->session, 0);
+	ssh_op_init(&op, c, call, deadline);
+	if (ssh_op_begin(&op) < 0 || ssh_conn_setup(c, &op, err) < 0) {
+		ssh_op_end(&op);
+		goto fail;
+	}
+	ssh_op_end(&op);
+	ssh_log(p->ctx, SG_LOG_DEBUG, "connected to %s in %lld ms",
+		ssh_target_str(t, who, sizeof(who)), (long long)(ssh_now_ms() - t0));
+	return c;
+fail:
+	c->broken = true;
+	ssh_conn_free(c);
+	return NULL;
+}
+
+/* ---- the pool ------------------------------------------------------------------------ */
+
+struct ssh_pool *ssh_pool_get(struct ssh_ctx *ctx, const char *name, struct sg_err *err)
+{
+	const char *key = name && *name ? name : "default";
+	struct ssh_pool *p;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (p = ctx->pools; p; p = p->next)
+		if (strcmp(p->target.name, key) == 0)
+			goto out;
+	p = calloc(1, sizeof(*p)); /* freed by ssh_pool_free() from fini */
+	if (!p) {
+		ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+		goto out;
+	}
+	if (ssh_target_resolve(ctx, key, &p->target, err) < 0) {
+		free(p);
+		p = NULL;
+		goto out;
+	}
+	p->ctx = ctx;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->next = ctx->pools;
+	ctx->pools = p;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return p;
+}
+
+void ssh_pool_free(struct ssh_pool *p)
+{
+	while (p->conns) {
+		struct ssh_conn *c = p->conns;
+
+		p->conns = c->next;
+		ssh_conn_free(c); /* machines were released before fini */
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}
+
+/* True when an idle connection's socket says the server went away (EOF or
+ * an error): peeking consumes nothing, so it is safe beside other users. */
+static bool ssh_conn_gone(const struct ssh_conn *c)
+{
+	char b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Takes c off the list (pool lock held); returns it when that dropped the
+ * last reference, for the caller to free after unlocking. */
+static struct ssh_conn *ssh_pool_delist(struct ssh_pool *p, struct ssh_conn *c)
+{
+	for (struct ssh_conn **pp = &p->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	c->listed = false;
+	return --c->refs == 0 ? c : NULL;
+}
+
+/* A listed connection with a free slot (pool lock held). */
+static struct ssh_conn *ssh_pool_pick(struct ssh_pool *p, struct ssh_conn **dead)
+{
+	for (struct ssh_conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (ssh_conn_gone(c)) {
+			struct ssh_conn *d = ssh_pool_delist(p, c);
+
+			/* Only the pool held it; freed by the caller, unlocked.
+			 * Otherwise its holders free it; it is broken for them
+			 * when they next call libssh2. */
+			if (d) {
+				d->next = *dead;
+				*dead = d;
+			}
+			continue;
+		}
+		if (!c->max_slots || c->slots < c->max_slots)
+			return c;
+	}
+	return NULL;
+}
+
+static void ssh_free_list(struct ssh_conn *list)
+{
+	while (list) {
+		struct ssh_conn *c = list;
+
+		list = c->next;
+		c->broken = true;
+		ssh_conn_free(c);
+	}
+}
+
+/* Waits on the pool's condition for a connect in flight, in slices so a
+ * cancellation or the deadline is noticed (pool lock held). */
+static int ssh_pool_wait(struct ssh_pool *p, int64_t deadline, const struct sg_call *call,
+			 struct sg_err *err)
+{
+	const struct sg_host_api *host = p->ctx->host;
+	struct timespec ts;
+
+	if (call && host->cancelled(call))
+		return host->errf(err, SG_E_CANCELLED, "ssh: cancelled while waiting for a connection");
+	if (deadline >= 0 && ssh_now_ms() >= deadline)
+		return host->errf(err, SG_E_TIMEOUT, "ssh: timed out waiting for a connection to %s:%u",
+				  p->target.host, p->target.port);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 50 * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+	return 0;
+}
+
+/* Connects a new listed connection for the pool (pool lock held on entry
+ * and exit, dropped while connecting).  NULL with err. */
+static struct ssh_conn *ssh_pool_connect(struct ssh_pool *p, const struct sg_call *call,
+					 struct sg_err *err)
+{
+	struct ssh_conn *c;
+
+	p->connecting = true;
+	pthread_mutex_unlock(&p->lock);
+	c = ssh_conn_connect(p, call, err);
+	pthread_mutex_lock(&p->lock);
+	p->connecting = false;
+	pthread_cond_broadcast(&p->cond);
+	if (c) {
+		c->listed = true;
+		c->max_slots = p->max_slots;
+		c->refs = 2; /* the pool's and the caller's */
+		c->next = p->conns;
+		p->conns = c;
+	}
+	return c;
+}
+
+static struct ssh_conn *ssh_slot_reserve_ex(struct ssh_pool *p, int64_t deadline,
+					    const struct sg_call *call, bool fresh,
+					    struct sg_err *err)
+{
+	struct ssh_conn *c = NULL, *dead = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		c = fresh ? NULL : ssh_pool_pick(p, &dead);
+		if (c) {
+			c->slots++;
+			c->refs++;
+			pthread_mutex_unlock(&p->lock);
+			ssh_free_list(dead);
+			return c;
+		}
+		if (!p->connecting)
+			break;
+		if (ssh_pool_wait(p, deadline, call, err) < 0) {
+			pthread_mutex_unlock(&p->lock);
+			ssh_free_list(dead);
+			return NULL;
+		}
+		fresh = false; /* someone else just connected: use theirs */
+	}
+	c = ssh_pool_connect(p, call, err);
+	if (c)
+		c->slots = 1;
+	pthread_mutex_unlock(&p->lock);
+	ssh_free_list(dead);
+	return c;
+}
+
+struct ssh_conn *ssh_slot_reserve(struct ssh_pool *p, int64_t deadline,
+				  const struct sg_call *call, struct sg_err *err)
+{
+	return ssh_slot_reserve_ex(p, deadline, call, false, err);
+}
+
+static struct ssh_conn *ssh_sftp_pick(struct ssh_pool *p, struct ssh_conn **dead)
+{
+	struct ssh_conn *busy = NULL;
+
+	for (struct ssh_conn *c = p->conns, *next; c; c = next) {
+		next = c->next;
+		if (ssh_conn_gone(c)) {
+			struct ssh_conn *d = ssh_pool_delist(p, c);
+
+			if (d) {
+				d->next = *dead;
+				*dead = d;
+			}
+			continue;
+		}
+		if (c->sftp_slot && c->sftp_users == 0)
+			return c;
+		if (c->sftp_slot && (!busy || c->sftp_users < busy->sftp_users))
+			busy = c;
+	}
+	for (struct ssh_conn *c = p->conns; c; c = c->next) {
+		if (!c->sftp_slot && (!c->max_slots || c->slots < c->max_slots)) {
+			c->sftp_slot = true;
+			c->slots++;
+			return c;
+		}
+	}
+	return busy;
+}
+
+struct ssh_conn *ssh_sftp_reserve(struct ssh_pool *p, const struct sg_call *call, bool fresh,
+				  struct sg_err *err)
+{
+	struct ssh_conn *c = NULL, *dead = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		c = fresh ? NULL : ssh_sftp_pick(p, &dead);
+		if (c || !p->connecting)
+			break;
+		if (ssh_pool_wait(p, -1, call, err) < 0)
+			goto out;
+		fresh = false;
+	}
+	if (!c) {
+		c = ssh_pool_connect(p, call, err);
+		if (!c)
+			goto out;
+		c->slots = 1;
+		c->sftp_slot = true;
+		c->refs--; /* ssh_pool_connect counted the caller's: counted below */
+	}
+	c->sftp_users++;
+	c->refs++;
+out:
+	pthread_mutex_unlock(&p->lock);
+	ssh_free_list(dead);
+	return c;
+}
+
+void ssh_sftp_opened(struct ssh_conn *c)
+{
+	pthread_mutex_lock(&c->pool->lock);
+	c->open++;
+	pthread_mutex_unlock(&c->pool->lock);
+}
+
+void ssh_sftp_unreserve(struct ssh_conn *c, bool drop, bool was_open)
+{
+	struct ssh_pool *p = c->pool;
+	unsigned left;
+
+	pthread_mutex_lock(&p->lock);
+	c->sftp_users--;
+	if (drop && c->sftp_slot) {
+		c->sftp_slot = false;
+		c->slots--;
+		if (was_open)
+			c->open--;
+	}
+	left = --c->refs;
+	pthread_mutex_unlock(&p->lock);
+	if (left == 0)
+		ssh_conn_free(c);
+}
+
+void ssh_slot_release(struct ssh_conn *c, bool was_open)
+{
+	struct ssh_pool *p = c->pool;
+	struct ssh_conn *trim = NULL;
+	unsigned left;
+
+	pthread_mutex_lock(&p->lock);
+	c->slots--;
+	if (was_open)
+		c->open--;
+	/* Keep one idle connection per target; close the extra ones a burst
+	 * of concurrent calls opened. */
+	if (c->listed && c->slots == 0) {
+		for (struct ssh_conn *o = p->conns; o; o = o->next) {
+			if (o != c && (!o->max_slots || o->slots < o->max_slots)) {
+				trim = c;
+				break;
+			}
+		}
+		if (trim)
+			(void)ssh_pool_delist(p, c); /* never the last: ours is counted */
+	}
+	left = --c->refs;
+	pthread_mutex_unlock(&p->lock);
+	if (left == 0)
+		ssh_conn_free(c);
+}
+
+void ssh_slot_refused(struct ssh_conn *c)
+{
+	struct ssh_pool *p = c->pool;
+
+	pthread_mutex_lock(&p->lock);
+	if (c->open > 0 && (!c->max_slots || c->open < c->max_slots)) {
+		c->max_slots = c->open;
+		/* The same sshd_config rules every connection to the target. */
+		if (!p->max_slots || c->max_slots < p->max_slots)
+			p->max_slots = c->max_slots;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- channels ----------------------------------------------------------------------- */
+
+static void ssh_chan_mark_open(struct ssh_conn *c)
+{
+	pthread_mutex_lock(&c->pool->lock);
+	c->open++;
+	pthread_mutex_unlock(&c->pool->lock);
+}
+
+/* Waits until no other op is opening a channel on c (lock held). */
+static int ssh_wait_opening(struct ssh_op *op)
+{
+	while (op->c->opening)
+		if (ssh_op_sleep(op, false) < 0)
+			return -1;
+	return 0;
+}
+
+static int ssh_stop_err(struct ssh_op *op, const char *what, struct sg_err *err)
+{
+	const struct sg_host_api *host = op->c->pool->ctx->host;
+	const struct ssh_target *t = &op->c->pool->target;
+
+	switch (op->stop) {
+	case SSH_STOP_CANCEL:
+		return host->errf(err, SG_E_CANCELLED, "ssh: %s: cancelled", what);
+	case SSH_STOP_TIMEOUT:
+		return host->errf(err, SG_E_TIMEOUT, "ssh: %s on %s:%u timed out", what, t->host, t->port);
+	default:
+		return host->errf(err, SG_E_UNAVAILABLE, "ssh: %s: the connection to %s:%u dropped: %s",
+				  what, t->host, t->port, op->c->broken_why);
+	}
+}
+
+int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *call,
+		  int64_t deadline_ms, struct ssh_conn **cp, LIBSSH2_CHANNEL **chp,
+		  struct sg_err *err)
+{
+	bool reconnected = false, fresh = false;
+	int refusals = 0;
+
+	*cp = NULL;
+	*chp = NULL;
+	for (;;) {
+		struct ssh_conn *c = ssh_slot_reserve_ex(p, deadline_ms, call, fresh, err);
+		LIBSSH2_CHANNEL *ch = NULL;
+		bool was_first;
+		int rc;
+
+		if (!c)
+			return -1;
+		ssh_op_init(op, c, call, deadline_ms);
+		if (ssh_op_begin(op) < 0 || ssh_wait_opening(op) < 0) {
+			rc = LIBSSH2_ERROR_EAGAIN;
+			goto failed;
+		}
+		c->opening = true;
+		SSH_CALLP(op, ch, libssh2_channel_open_session(c->session));
+		c->opening = false;
+		ssh_conn_kick(c, op);
+		if (ch) {
+			ssh_chan_mark_open(c);
+			*cp = c;
+			*chp = ch;
+			return 0;
+		}
+		rc = libssh2_session_last_errno(c->session);
+failed:
+		if (rc == LIBSSH2_ERROR_EAGAIN && op->stop != SSH_STOP_BROKEN) {
+			ssh_stop_err(op, "opening a channel", err);
+			ssh_op_end(op);
+			ssh_slot_release(c, false);
+			return -1;
+		}
+		if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && !c->broken) {
+			/* MaxSessions reached (administratively prohibited):
+			 * this connection is full, another one takes the rest. */
+			pthread_mutex_lock(&p->lock);
+			was_first = c->open == 0;
+			pthread_mutex_unlock(&p->lock);
+			ssh_fail(op, NULL, rc, "opening a session channel", err);
+			ssh_slot_refused(c);
+			ssh_op_end(op);
+			ssh_slot_release(c, false);
+			if (was_first || ++refusals > SSH_OPEN_TRIES)
+				return -1;
+			fresh = false;
+			continue;
+		}
+		if (op->stop == SSH_STOP_BROKEN || c->broken || ssh_rc_is_transport(rc)) {
+			if (rc == LIBSSH2_ERROR_EAGAIN)
+				ssh_stop_err(op, "opening a channel", err);
+			else
+				ssh_fail(op, NULL, rc, "opening a session channel", err);
+			ssh_op_end(op);
+			ssh_slot_release(c, false);
+			if (reconnected)
+				return -1;
+			/* The server dropped the connection (restart, idle
+			 * timeout): once, transparently, on a new one. */
+			reconnected = true;
+			fresh = true;
+			continue;
+		}
+		ssh_fail(op, NULL, rc, "opening a session channel", err);
+		ssh_op_end(op);
+		ssh_slot_release(c, false);
+		return -1;
+	}
+}
+
+void ssh_chan_done(struct ssh_op *op, LIBSSH2_CHANNEL *ch)
+{
+	struct ssh_conn *c = op->c;
+	int rc = 0;
+
+	if (ch && !c->broken) {
+		/* Cleanup runs whatever happened to the call: ignore the
+		 * cancellation, bound the wait for the server's close. */
+		op->stopping = true;
+		op->deadline_ms = ssh_now_ms() + SSH_CLOSE_MS;
+		SSH_CALL(op, rc, libssh2_channel_free(ch));
+		if (rc == LIBSSH2_ERROR_EAGAIN && !c->broken)
+			ssh_conn_break(c, "a channel did not close in time");
+		/* Left to libssh2_session_free() when that failed. */
+	} else if (ch) {
+		/* A dead session cannot send the close; free it locally. */
+		libssh2_channel_free(ch);
+	}
+	ssh_op_end(op);
+	ssh_slot_release(c, true);
+}

@@ -1,0 +1,393 @@
+/*
+ * Sandboxes on SSH: a working directory `<root>/sg-<random>` (mode 0700) on
+ * the target's host.  The id is "ssh-<target>-<random>"; a small JSON state
+ * file per sandbox in the state directory (<state_dir>/ssh/<id>.json, mode
+ * 0600) remembers the target, the directory, the create-time environment and
+ * the owner labels, so a restarted sandgate can attach to it again and list
+ * the sandboxes of dead owners for adoption and reaping.  Nothing here keeps
+ * a connection: the pool of the target does.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/ssh/ssh.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SSH_RAND_BYTES 6          /* 12 hex digits in the id and the directory */
+#define SSH_DIR_PREFIX "sg-"
+
+/* Creates the root (0700 on creation) and the sandbox's own directory. */
+static const char ssh_mkdir_script[] =
+	"umask 077 && mkdir -p -- \"$1\" && mkdir -m 700 -- \"$1/$2\"";
+
+struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *err)
+{
+	struct ssh_machine *sm = m ? m->handle : NULL;
+
+	if (sm && sm->ctx && sm->pool)
+		return sm;
+	if (err) {
+		/* No host to word it with: fill err by hand. */
+		err->code = SG_E_INTERNAL;
+		err->sys_errno = 0;
+		snprintf(err->msg, sizeof(err->msg),
+			 "ssh: this machine has no ssh handle (it was not created or attached by ssh.so)");
+	}
+	return NULL;
+}
+
+/* ---- state files --------------------------------------------------------------------- */
+
+static int ssh_state_dir(struct ssh_ctx *ctx, char *out, size_t n)
+{
+	const char *base = ctx->host->state_dir();
+	int len;
+
+	if (!base)
+		return -1;
+	len = snprintf(out, n, "%s/ssh", base);
+	if (len < 0 || (size_t)len >= n)
+		return -1;
+	if (mkdir(out, 0700) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int ssh_state_path(struct ssh_ctx *ctx, const char *id, char *out, size_t n)
+{
+	char dir[SG_PATH_MAX];
+	int len;
+
+	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || strchr(id, '/') || id[0] == '.')
+		return -1;
+	len = snprintf(out, n, "%s/%s.json", dir, id);
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+/* Writes j to the state file of id: temporary file, then rename. */
+static int ssh_state_write(struct ssh_ctx *ctx, const char *id, json_t *j)
+{
+	char path[SG_PATH_MAX], tmp[SG_PATH_MAX + 8];
+	int fd, rc = -1;
+
+	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (json_dumpfd(j, fd, JSON_COMPACT) == 0 && fsync(fd) == 0)
+		rc = 0;
+	close(fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -1;
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+/* The state of id, or NULL.  Caller's reference. */
+static json_t *ssh_state_read(struct ssh_ctx *ctx, const char *id)
+{
+	char path[SG_PATH_MAX];
+
+	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
+		return NULL;
+	return json_load_file(path, 0, NULL);
+}
+
+static void ssh_state_remove(struct ssh_ctx *ctx, const char *id)
+{
+	char path[SG_PATH_MAX];
+
+	if (ssh_state_path(ctx, id, path, sizeof(path)) == 0)
+		unlink(path);
+}
+
+static json_t *ssh_env_json(const char *const *env)
+{
+	json_t *a = json_array();
+
+	for (const char *const *e = env; a && e && *e; e++)
+		if (json_array_append_new(a, json_string(*e)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *ssh_state_json(const struct sg_machine *m, const struct sg_create_req *req,
+			      const char *target)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:b, s:o?}",
+			 "id", m->id, "target", target, "workspace", m->workspace,
+			 "owner", req->owner ? req->owner : "",
+			 "session", req->session_hash ? req->session_hash : "",
+			 "created", (json_int_t)time(NULL), "lifetime", (int)req->lifetime_s,
+			 "persistent", req->persistent, "env", ssh_env_json(req->env));
+}
+
+/* ---- handles ---------------------------------------------------------------------------- */
+
+static char **ssh_env_copy(const char *const *env)
+{
+	return ssh_env_merge(env, NULL);
+}
+
+static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, const char *const *env,
+			  struct sg_machine *m, struct sg_err *err)
+{
+	struct ssh_machine *sm = calloc(1, sizeof(*sm)); /* ssh_machine_release() */
+
+	if (!sm)
+		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	sm->ctx = ctx;
+	sm->pool = p;
+	if (env && env[0] && !(sm->env = ssh_env_copy(env))) {
+		free(sm);
+		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	}
+	m->handle = sm;
+	return 0;
+}
+
+static void ssh_fill(struct sg_machine *m, const struct ssh_target *t, const char *id,
+		     const char *workspace)
+{
+	snprintf(m->id, sizeof(m->id), "%s", id);
+	snprintf(m->workspace, sizeof(m->workspace), "%s", workspace);
+	snprintf(m->url, sizeof(m->url), "ssh://%s@%s:%u", t->user, t->host, t->port);
+	snprintf(m->template_name, sizeof(m->template_name), "%s", t->name);
+}
+
+/* ---- create ------------------------------------------------------------------------------ */
+
+/* Which target: the create option "target", else a template naming a
+ * [ssh.target.NAME] section, else the default target. */
+static int ssh_pick_target(struct ssh_ctx *ctx, const struct sg_create_req *req, const char **name,
+			   struct sg_err *err)
+{
+	const json_t *opt = req->options ? json_object_get(req->options, "target") : NULL;
+
+	*name = NULL;
+	if (opt) {
+		if (!json_is_string(opt) || !*json_string_value(opt))
+			return ctx->host->errf(err, SG_E_INVAL, "ssh: create option 'target' must be a target name (a string)");
+		*name = json_string_value(opt);
+	} else if (req->template_name && *req->template_name &&
+		   strcmp(req->template_name, "default") != 0) {
+		if (!ssh_target_exists(ctx, req->template_name))
+			return ctx->host->errf(err, SG_E_NOTFOUND,
+					       "ssh: no target '%s': on SSH the template names a target; define [ssh.target.%s] with host = HOST, or omit the template for the default target",
+					       req->template_name, req->template_name);
+		*name = req->template_name;
+	}
+	return 0;
+}
+
+static int ssh_check_env(struct ssh_ctx *ctx, const char *const *env, struct sg_err *err)
+{
+	for (const char *const *e = env; e && *e; e++)
+		if (!ssh_env_name_ok(*e))
+			return ctx->host->errf(err, SG_E_INVAL,
+					       "environment variable '%.60s' is not NAME=VALUE with a name of letters, digits and '_'",
+					       *e);
+	return 0;
+}
+
+int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
+		       struct sg_machine *m, struct sg_err *err)
+{
+	struct ssh_ctx *ctx = priv;
+	struct ssh_pool *p;
+	const char *name;
+	char rnd[2 * SSH_RAND_BYTES + 1], dir[16], id[SG_ID_MAX], ws[SG_PATH_MAX];
+	const char *argv[] = { "/bin/sh", "-c", ssh_mkdir_script, "sg", NULL, dir, NULL };
+	json_t *state;
+
+	if (ssh_pick_target(ctx, req, &name, err) < 0 || ssh_check_env(ctx, req->env, err) < 0)
+		return -1;
+	p = ssh_pool_get(ctx, name, err);
+	if (!p)
+		return -1;
+	if (ssh_random_hex(rnd, SSH_RAND_BYTES) < 0)
+		return ctx->host->errf(err, SG_E_INTERNAL, "ssh: no randomness");
+	snprintf(dir, sizeof(dir), SSH_DIR_PREFIX "%s", rnd);
+	if ((size_t)snprintf(id, sizeof(id), "ssh-%s-%s", p->target.name, rnd) >= sizeof(id) ||
+	    (size_t)snprintf(ws, sizeof(ws), "%s/%s", strcmp(p->target.root, "/") ? p->target.root : "",
+			     dir) >= sizeof(ws))
+		return ctx->host->errf(err, SG_E_INVAL, "ssh: target name or root too long");
+	argv[4] = p->target.root;
+	if (call)
+		ctx->host->progress(call, 1, 2, "connecting");
+	if (ssh_script(p, argv, call, "creating the sandbox directory", err) < 0)
+		return -1;
+	if (ssh_handle_new(ctx, p, req->env, m, err) < 0)
+		return -1;
+	ssh_fill(m, &p->target, id, ws);
+	state = ssh_state_json(m, req, p->target.name);
+	if (!state || ssh_state_write(ctx, id, state) < 0)
+		ssh_log(ctx, SG_LOG_WARNING, "sandbox %s: cannot write its state file: a restarted sandgate will not find it", id);
+	json_decref(state);
+	return 0;
+}
+
+/* ---- attach, destroy, release, list --------------------------------------------------- */
+
+int ssh_machine_attach(void *priv, const char *id, struct sg_call *call, struct sg_machine *m,
+		       struct sg_err *err)
+{
+	struct ssh_ctx *ctx = priv;
+	json_t *st = ssh_state_read(ctx, id), *env;
+	const char *target, *ws;
+	const char **envv = NULL;
+	struct ssh_pool *p;
+	size_t i, n;
+	int rc = -1;
+
+	(void)call;
+	if (!st)
+		return ctx->host->errf(err, SG_E_NOTFOUND, "ssh: no sandbox '%s' is known here (no state file)", id);
+	target = json_string_value(json_object_get(st, "target"));
+	ws = json_string_value(json_object_get(st, "workspace"));
+	env = json_object_get(st, "env");
+	if (!target || !ws || ws[0] != '/') {
+		ctx->host->errf(err, SG_E_NOTFOUND, "ssh: the state file of sandbox '%s' is damaged", id);
+		goto out;
+	}
+	p = ssh_pool_get(ctx, target, err);
+	if (!p)
+		goto out;
+	n = json_array_size(env);
+	envv = calloc(n + 1, sizeof(*envv)); /* freed below; strings borrowed from st */
+	if (!envv) {
+		ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		envv[i] = json_string_value(json_array_get(env, i));
+	if (ssh_handle_new(ctx, p, envv, m, err) < 0)
+		goto out;
+	ssh_fill(m, &p->target, id, ws);
+	rc = 0;
+out:
+	free(envv);
+	json_decref(st);
+	return rc;
+}
+
+/* Only ever `rm -rf` a directory of ours: "<something>/sg-<12 hex>". */
+static bool ssh_ours(const char *ws)
+{
+	const char *base = strrchr(ws, '/');
+
+	if (!base || strncmp(base + 1, SSH_DIR_PREFIX, 3) != 0 ||
+	    strlen(base + 4) != 2 * SSH_RAND_BYTES)
+		return false;
+	return strspn(base + 4, "0123456789abcdef") == 2 * SSH_RAND_BYTES;
+}
+
+int ssh_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_err *err)
+{
+	struct ssh_machine *sm = ssh_machine_of(m, err);
+	const char *argv[] = { "rm", "-rf", "--", m->workspace, NULL };
+
+	if (!sm)
+		return -1;
+	if (!ssh_ours(m->workspace))
+		return sm->ctx->host->errf(err, SG_E_PERM,
+					   "ssh: refusing to remove '%s': not a sandbox directory made by sandgate",
+					   m->workspace);
+	if (ssh_script(sm->pool, argv, call, "removing the sandbox directory", err) < 0)
+		return -1;
+	ssh_state_remove(sm->ctx, m->id);
+	return 0;
+}
+
+void ssh_machine_release(struct sg_machine *m)
+{
+	struct ssh_machine *sm = m ? m->handle : NULL;
+
+	if (!sm)
+		return;
+	ssh_strv_free(sm->env);
+	free(sm);
+	m->handle = NULL;
+}
+
+static const char *ssh_jstr(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+static void ssh_entry_from(const json_t *st, struct sg_machine_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->id, sizeof(e->id), "%s", ssh_jstr(st, "id"));
+	snprintf(e->owner, sizeof(e->owner), "%s", ssh_jstr(st, "owner"));
+	snprintf(e->session_hash, sizeof(e->session_hash), "%s", ssh_jstr(st, "session"));
+	e->created = json_integer_value(json_object_get(st, "created"));
+	e->lifetime_s = (unsigned)json_integer_value(json_object_get(st, "lifetime"));
+	e->persistent = json_is_true(json_object_get(st, "persistent"));
+	e->running = true; /* a directory does not stop; checked when used */
+}
+
+/* The sandboxes the state directory remembers (no network). */
+int ssh_machine_list(void *priv, struct sg_call *call, struct sg_machine_entry **entries,
+		     size_t *n, struct sg_err *err)
+{
+	struct ssh_ctx *ctx = priv;
+	struct sg_machine_entry *list = NULL;
+	size_t cap = 0;
+	char dir[SG_PATH_MAX], path[SG_PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d;
+
+	(void)call;
+	*entries = NULL;
+	*n = 0;
+	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || !(d = opendir(dir)))
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		json_t *st;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		st = json_load_file(path, 0, NULL);
+		if (!json_string_value(json_object_get(st, "id"))) {
+			json_decref(st);
+			continue;
+		}
+		if (*n == cap) {
+			struct sg_machine_entry *nl = realloc(list, (cap ? cap * 2 : 16) * sizeof(*nl));
+
+			if (!nl) {
+				json_decref(st);
+				closedir(d);
+				free(list);
+				return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+			}
+			list = nl;
+			cap = cap ? cap * 2 : 16;
+		}
+		ssh_entry_from(st, &list[(*n)++]);
+		json_decref(st);
+	}
+	closedir(d);
+	*entries = list; /* the caller frees with free() */
+	return 0;
+}

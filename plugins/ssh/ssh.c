@@ -1,0 +1,229 @@
+/*
+ * ssh.so: sandgate's SSH backend.  This file holds the descriptor the core
+ * reads (the single exported symbol `sg_backend`), init/fini, the
+ * configuration keys and small helpers; the slots live in machine.c,
+ * exec.c, stream.c and sftp.c.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/ssh/ssh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.0.0"
+#endif
+
+#define SSH_FILE_CAP (64u * 1024u * 1024u)
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static const struct sg_host_api *ssh_host; /* for ssh_log from anywhere */
+
+void ssh_log(const struct ssh_ctx *ctx, enum sg_log_level lvl, const char *fmt, ...)
+{
+	const struct sg_host_api *host = ctx ? ctx->host : ssh_host;
+	char line[1024];
+	va_list ap;
+
+	if (!host)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	host->log(lvl, SSH_PLUGIN, "%s", line);
+}
+
+int64_t ssh_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ssh_random_hex(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[64];
+	size_t got = 0;
+
+	if (n > sizeof(raw))
+		return -1;
+	while (got < n) {
+		ssize_t r = getrandom(raw + got, n - got, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		got += (size_t)r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return 0;
+}
+
+void ssh_strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+static unsigned long ssh_config_uint(const struct sg_host_api *host, const char *key,
+				     unsigned long def)
+{
+	const char *v = host->config_get("ssh", key);
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || v[0] == '-')
+		return def; /* the core validated "uint" keys already */
+	return n;
+}
+
+/* ---- init / fini ------------------------------------------------------------------ */
+
+/* Reads the configuration; never touches the network (connections are made
+ * by the first call that needs one), so startup stays fast. */
+static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *err)
+{
+	struct ssh_ctx *ctx;
+
+	ssh_host = host;
+	if (libssh2_init(0) != 0)
+		return host->errf(err, SG_E_INTERNAL, "ssh: libssh2 failed to initialise its crypto backend");
+	ctx = calloc(1, sizeof(*ctx)); /* freed by ssh_fini() */
+	if (!ctx) {
+		libssh2_exit();
+		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	}
+	ctx->host = host;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->kh_lock, NULL);
+	ctx->file_cap = ssh_config_uint(host, "file_cap", SSH_FILE_CAP);
+	if (ssh_random_hex(ctx->nonce, 8) < 0) {
+		pthread_mutex_destroy(&ctx->lock);
+		pthread_mutex_destroy(&ctx->kh_lock);
+		free(ctx);
+		libssh2_exit();
+		return host->errf(err, SG_E_INTERNAL, "ssh: no randomness: %s", strerror(errno));
+	}
+	*priv = ctx;
+	return 0;
+}
+
+static void ssh_fini(void *priv)
+{
+	struct ssh_ctx *ctx = priv;
+
+	if (!ctx)
+		return;
+	while (ctx->pools) {
+		struct ssh_pool *p = ctx->pools;
+
+		ctx->pools = p->next;
+		ssh_pool_free(p);
+	}
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->kh_lock);
+	free(ctx);
+	libssh2_exit();
+}
+
+/* ---- the descriptor ----------------------------------------------------------------- */
+
+static const struct sg_config_key ssh_config_keys[] = {
+	{ .key = "known_hosts", .def = "~/.ssh/known_hosts",
+	  .help = "OpenSSH known_hosts file host keys are checked against (accept-new appends here)" },
+	{ .key = "host_key_policy", .def = "strict", .accepts = "strict|accept-new|off",
+	  .help = "strict refuses unknown and changed host keys; accept-new records unknown ones; "
+		  "off checks nothing (logged as a warning)" },
+	{ .key = "passphrase", .secret = true,
+	  .help = "passphrase of encrypted identity files (or SANDGATE_SSH_PASSPHRASE)" },
+	{ .key = "default_host",
+	  .help = "host of the default target (sandboxes without a target name)" },
+	{ .key = "default_user",
+	  .help = "remote user of the default target (default: the local user name)" },
+	{ .key = "default_port", .def = "22", .accepts = "uint",
+	  .help = "SSH port of the default target" },
+	{ .key = "default_key",
+	  .help = "identity file of the default target (default: ssh-agent, then "
+		  "~/.ssh/id_ed25519, id_ecdsa, id_rsa)" },
+	{ .key = "connect_timeout", .def = "10", .accepts = "uint",
+	  .help = "seconds to connect, exchange keys and authenticate" },
+	{ .key = "keepalive_interval", .def = "30", .accepts = "uint",
+	  .help = "seconds between keepalives while waiting on a server; three "
+		  "unanswered intervals drop the connection (0: off)" },
+	{ .key = "root",
+	  .help = "remote directory holding the sandboxes' working directories "
+		  "(default /tmp/sandgate-<remote user>)" },
+	{ .key = "file_cap", .def = "67108864", .accepts = "uint",
+	  .help = "largest file in bytes that file read/write moves" },
+	{ .key = NULL }
+};
+
+static const char ssh_help[] =
+	"SSH backend: a sandbox is a working directory (mode 0700) under [ssh] root "
+	"on an SSH host; kill_sandbox removes it.  The host is the default target "
+	"([ssh] default_host, default_user, default_port, default_key) or a named one, "
+	"[ssh.target.NAME] with host, port, user, key, root, known_hosts, "
+	"host_key_policy: name it with the create option {\"target\": \"NAME\"} or, "
+	"for now, as create_sandbox's template.  Commands run as "
+	"`exec /bin/sh -c` whatever the login shell, without a pty, in their own "
+	"process group that a timeout kills; files move through SFTP (atomic "
+	"replace).  Host keys are checked against [ssh] known_hosts (strict by "
+	"default).  One connection carries up to MaxSessions channels; more "
+	"concurrent calls open more connections.  RSA keys need SHA-1 signatures "
+	"with libssh2 1.10, which OpenSSH 8.8+ refuses: use ed25519 or ECDSA keys.";
+
+SG_EXPORT const struct sg_backend sg_backend = {
+	SG_BACKEND_HEADER,
+	.name = "ssh",
+	.version = PACKAGE_VERSION,
+	.summary = "working directories on SSH hosts (libssh2)",
+	.init = ssh_init,
+	.fini = ssh_fini,
+	.machine_create = ssh_machine_create,
+	.machine_attach = ssh_machine_attach,
+	.machine_destroy = ssh_machine_destroy,
+	.machine_release = ssh_machine_release,
+	.machine_list = ssh_machine_list,
+	.machine_keepalive = NULL, /* directories have no backend-side expiry */
+	.exec = ssh_exec,
+	.stream_open = ssh_stream_open,
+	.stream_write = ssh_stream_write,
+	.stream_read = ssh_stream_read,
+	.stream_close = ssh_stream_close,
+	.file_read = ssh_file_read,
+	.file_write = ssh_file_write,
+	.file_list = ssh_file_list,
+	.file_stat = ssh_file_stat,
+	.file_mkdir = ssh_file_mkdir,
+	.file_remove = ssh_file_remove,
+	.run_code = NULL, /* the core writes the code and runs the interpreter via exec */
+	.actions = NULL,
+	.n_actions = 0,
+	.help = ssh_help,
+	.config_keys = ssh_config_keys,
+};

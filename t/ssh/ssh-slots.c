@@ -1,0 +1,424 @@
+/*
+ * ssh-slots: drives every slot of ssh.so's code (linked in, with a fake host
+ * API) against a real sshd, printing TAP.  t/e2e/t7007-ssh-slots.mjs starts
+ * the sshd fixture, runs this under valgrind when it is installed, and
+ * relays the TAP lines: the slots the MCP tools do not reach (streams,
+ * argv, stat, mkdir, remove, attach, list, named targets, GONE) are covered
+ * here, and the plugin is checked for leaks.
+ *
+ * Environment (from the fixture's ready file): SST_PORT, SST_USER, SST_KEY,
+ * SST_KNOWN_HOSTS, SST_ROOT, SST_STATE (a writable state directory).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sandgate/plugin.h>
+
+extern const struct sg_backend sg_backend;
+
+static int n_test, n_failed;
+
+static void ok(int cond, const char *fmt, ...) SG_PRINTF(2, 3);
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!cond)
+		n_failed++;
+}
+
+/* ---- a fake host ------------------------------------------------------------- */
+
+static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "[%s] %d: ", plugin, (int)level);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int h_errf(struct sg_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	err->code = code;
+	err->sys_errno = 0;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *h_config_get(const char *section, const char *key)
+{
+	if (!strcmp(section, "ssh")) {
+		if (!strcmp(key, "default_host"))
+			return "127.0.0.1";
+		if (!strcmp(key, "default_port"))
+			return getenv("SST_PORT");
+		if (!strcmp(key, "default_user"))
+			return getenv("SST_USER");
+		if (!strcmp(key, "default_key"))
+			return getenv("SST_KEY");
+		if (!strcmp(key, "known_hosts"))
+			return getenv("SST_KNOWN_HOSTS");
+		if (!strcmp(key, "root"))
+			return getenv("SST_ROOT");
+		if (!strcmp(key, "keepalive_interval"))
+			return "5";
+		return NULL;
+	}
+	/* a named target with a root of its own */
+	if (!strcmp(section, "ssh.target.lab")) {
+		if (!strcmp(key, "host"))
+			return "localhost";
+		if (!strcmp(key, "root"))
+			return getenv("SST_LAB_ROOT");
+	}
+	return NULL;
+}
+
+static void h_config_each(const char *section, const char *prefix,
+			  void (*fn)(const char *, const char *, void *), void *ud)
+{
+	(void)section, (void)prefix, (void)fn, (void)ud;
+}
+
+static int h_buf_append(struct sg_buf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		char *d = realloc(b->data, cap);
+
+		if (!d)
+			return -1;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static void h_buf_release(struct sg_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+static bool h_cancelled(const struct sg_call *c) { (void)c; return false; }
+static int h_cancel_fd(const struct sg_call *c) { (void)c; return -1; }
+static void h_progress(struct sg_call *c, double p, double t, const char *m) { (void)c, (void)p, (void)t, (void)m; }
+static void h_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...) { (void)c, (void)l, (void)fmt; }
+static const char *h_state_dir(void) { return getenv("SST_STATE"); }
+
+static const struct sg_host_api host = {
+	.size = sizeof(struct sg_host_api),
+	.minor = SG_PLUGIN_ABI_MINOR,
+	.log = h_log,
+	.errf = h_errf,
+	.config_get = h_config_get,
+	.config_each = h_config_each,
+	.buf_append = h_buf_append,
+	.buf_release = h_buf_release,
+	.cancelled = h_cancelled,
+	.cancel_fd = h_cancel_fd,
+	.progress = h_progress,
+	.notify = h_notify,
+	.state_dir = h_state_dir,
+};
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void *priv;
+
+static void machine_init(struct sg_machine *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = SG_MACHINE_MAGIC;
+	m->backend = &sg_backend;
+	m->backend_priv = priv;
+}
+
+/* Runs a command; returns its stdout (caller frees) and fills *res flags. */
+static int run(struct sg_machine *m, const char *cmd, const char *const *argv,
+	       const char *const *env, unsigned timeout_ms, size_t cap,
+	       struct sg_exec_result *res, struct sg_err *err)
+{
+	struct sg_exec_req req = { .command = cmd, .argv = argv, .env = env,
+				   .timeout_ms = timeout_ms, .output_cap = cap };
+
+	memset(res, 0, sizeof(*res));
+	return sg_backend.exec(m, &req, NULL, res, err);
+}
+
+static void res_free(struct sg_exec_result *res)
+{
+	h_buf_release(&res->out);
+	h_buf_release(&res->err);
+}
+
+static const char *str(const struct sg_buf *b)
+{
+	return b->data ? b->data : "";
+}
+
+/* ---- the steps ---------------------------------------------------------------- */
+
+static void step_exec(struct sg_machine *m)
+{
+	const char *argv[] = { "printf", "%s|%s|%s", "a b", "it's", "\\x", NULL };
+	const char *env[] = { "SG_ACCEPTED_A=accepted", "PLAIN=refused by AcceptEnv", NULL };
+	struct sg_exec_result res;
+	struct sg_err err = { 0 };
+	int rc;
+
+	rc = run(m, "echo out; echo err >&2; exit 5", NULL, NULL, 0, 0, &res, &err);
+	ok(rc == 0 && !strcmp(str(&res.out), "out\n") && !strcmp(str(&res.err), "err\n") &&
+	   res.exit_code == 5, "exec command: stdout, stderr, exit 5 (%s)", err.msg);
+	res_free(&res);
+	rc = run(m, NULL, argv, NULL, 0, 0, &res, &err);
+	ok(rc == 0 && !strcmp(str(&res.out), "a b|it's|\\x"), "exec argv: each element quoted once ('%s')",
+	   str(&res.out));
+	res_free(&res);
+	rc = run(m, "printf '%s/%s/%s' \"$SG_ACCEPTED_A\" \"$PLAIN\" \"$MENV\"", NULL, env, 0, 0, &res, &err);
+	ok(rc == 0 && !strcmp(str(&res.out), "accepted/refused by AcceptEnv/from create"),
+	   "exec env: setenv, the env(1) fallback and the machine's create env ('%s')", str(&res.out));
+	res_free(&res);
+	rc = run(m, "sleep 5; echo late", NULL, NULL, 700, 0, &res, &err);
+	ok(rc == 0 && res.timed_out && !strcmp(str(&res.out), ""), "exec timeout: success with timed_out");
+	res_free(&res);
+	rc = run(m, "head -c 100000 /dev/zero; echo done >&2", NULL, NULL, 0, 1000, &res, &err);
+	ok(rc == 0 && res.out.len == 1000 && res.out_truncated && !res.err_truncated &&
+	   !strcmp(str(&res.err), "done\n"),
+	   "exec output cap: 1000 bytes kept, truncated, still drained (rc %d, %zu bytes, %d, stderr %zu, %s)",
+	   rc, res.out.len, res.out_truncated, res.err.len, err.msg);
+	res_free(&res);
+	rc = run(m, "kill -TERM $$", NULL, NULL, 0, 0, &res, &err);
+	ok(rc == 0 && res.signal == 15 && res.exit_code == -1, "exec killed by SIGTERM: signal 15");
+	res_free(&res);
+}
+
+static void step_streams(struct sg_machine *m)
+{
+	struct sg_exec_req req = { .command = "echo out; echo err >&2; cat" };
+	struct sg_stream *s = NULL;
+	struct sg_err err = { 0 };
+	char buf[256];
+	size_t got = 0;
+	ssize_t n;
+	int code = -2, rc;
+
+	ok(sg_backend.stream_open(m, &req, &s, &err) == 0 && s, "stream_open (%s)", err.msg);
+	if (!s)
+		return;
+	while (got < 8 && (n = sg_backend.stream_read(s, buf + got, sizeof(buf) - got - 1, 5000, &err)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	ok(!strcmp(buf, "out\nerr\n"), "stream: stdout and stderr merged in order (%zu bytes)", got);
+	ok(sg_backend.stream_write(s, "ping\n", 5, &err) == 5, "stream_write");
+	got = 0;
+	while (got < 5 && (n = sg_backend.stream_read(s, buf + got, sizeof(buf) - got - 1, 5000, &err)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	ok(!strcmp(buf, "ping\n"), "stream_read echoes what was written");
+	n = sg_backend.stream_read(s, buf, sizeof(buf), 200, &err);
+	ok(n < 0 && err.code == SG_E_TIMEOUT, "stream_read with nothing to read: SG_E_TIMEOUT");
+	rc = sg_backend.stream_close(s, &code);
+	ok(rc == 0 && code == 0, "stream_close after EOF: exit 0 (%d)", code);
+
+	req.command = "read line; echo \"got $line\"; exit 7";
+	s = NULL;
+	ok(sg_backend.stream_open(m, &req, &s, &err) == 0, "stream_open a script");
+	if (!s)
+		return;
+	sg_backend.stream_write(s, "x y\n", 4, &err);
+	got = 0;
+	while ((n = sg_backend.stream_read(s, buf + got, sizeof(buf) - got - 1, 5000, &err)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	ok(n == 0 && !strcmp(buf, "got x y\n"), "stream read to EOF (%zu bytes)", got);
+	rc = sg_backend.stream_close(s, &code);
+	ok(rc == 0 && code == 7, "stream_close: its exit status 7 (%d)", code);
+
+	req.command = "trap '' TERM; sleep 600";
+	s = NULL;
+	ok(sg_backend.stream_open(m, &req, &s, &err) == 0, "stream_open a process that ignores TERM");
+	if (s) {
+		rc = sg_backend.stream_close(s, &code);
+		ok(rc == 0, "stream_close kills its group (exit %d)", code);
+	}
+}
+
+static void step_files(struct sg_machine *m)
+{
+	struct sg_write_opts wo = { .mode = 0600 };
+	struct sg_buf b = { 0 };
+	struct sg_stat st;
+	struct sg_err err = { 0 };
+	json_t *list = NULL;
+	char path[SG_PATH_MAX + 32];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/d1/d2/f.txt", m->workspace);
+	rc = sg_backend.file_write(m, path, "abc", 3, &wo, NULL, &err);
+	ok(rc == 0, "file_write with parents (%s)", err.msg);
+	rc = sg_backend.file_stat(m, path, NULL, &st, &err);
+	ok(rc == 0 && st.type == SG_FT_FILE && st.size == 3 && st.mode == 0600, "file_stat: file, 3 bytes, mode 0600");
+	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
+	ok(rc == 0 && b.len == 3 && !memcmp(b.data, "abc", 3), "file_read");
+	h_buf_release(&b);
+	rc = sg_backend.file_read(m, path, 2, NULL, &b, &err);
+	ok(rc < 0 && err.code == SG_E_TOOBIG, "file_read over max: SG_E_TOOBIG");
+	h_buf_release(&b);
+	snprintf(path, sizeof(path), "%s/d1", m->workspace);
+	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
+	ok(rc < 0 && err.code == SG_E_INVAL, "file_read of a directory: SG_E_INVAL");
+	h_buf_release(&b);
+	rc = sg_backend.file_list(m, path, NULL, &list, &err);
+	ok(rc == 0 && json_array_size(list) == 1 &&
+	   !strcmp(json_string_value(json_object_get(json_array_get(list, 0), "type")), "dir"),
+	   "file_list: one directory entry");
+	json_decref(list);
+	snprintf(path, sizeof(path), "%s/m1/m2/m3", m->workspace);
+	ok(sg_backend.file_mkdir(m, path, true, NULL, &err) == 0, "file_mkdir parents");
+	ok(sg_backend.file_mkdir(m, path, false, NULL, &err) < 0 && err.code == SG_E_EXISTS,
+	   "file_mkdir of an existing directory: SG_E_EXISTS");
+	ok(sg_backend.file_stat(m, path, NULL, &st, &err) == 0 && st.type == SG_FT_DIR, "file_stat: dir");
+	ok(sg_backend.file_remove(m, path, false, NULL, &err) == 0, "file_remove of an empty directory");
+	snprintf(path, sizeof(path), "%s/d1", m->workspace);
+	ok(sg_backend.file_remove(m, path, false, NULL, &err) < 0, "file_remove of a non-empty directory fails");
+	ok(sg_backend.file_remove(m, path, true, NULL, &err) == 0, "file_remove recursive");
+	ok(sg_backend.file_stat(m, path, NULL, &st, &err) < 0 && err.code == SG_E_NOTFOUND,
+	   "file_stat of a removed path: SG_E_NOTFOUND");
+	ok(sg_backend.file_write(m, "rel.txt", "r", 1, NULL, NULL, &err) == 0 &&
+	   sg_backend.file_read(m, "rel.txt", 10, NULL, &b, &err) == 0 && b.len == 1,
+	   "relative paths are under the workspace");
+	h_buf_release(&b);
+}
+
+static void step_attach_list(struct sg_machine *m)
+{
+	struct sg_machine a;
+	struct sg_machine_entry *e = NULL;
+	struct sg_exec_result res;
+	struct sg_err err = { 0 };
+	size_t n = 0;
+	bool found = false;
+
+	machine_init(&a);
+	ok(sg_backend.machine_attach(priv, m->id, NULL, &a, &err) == 0 && !strcmp(a.workspace, m->workspace),
+	   "machine_attach rebinds the id to the same directory (%s)", err.msg);
+	if (a.handle) {
+		ok(run(&a, "pwd; printf %s \"$MENV\"", NULL, NULL, 0, 0, &res, &err) == 0, "exec on the attached machine");
+		ok(res.out.data && !strncmp(res.out.data, a.workspace, strlen(a.workspace)) &&
+		   strstr(res.out.data, "from create"), "... in its workspace, with its create env");
+		res_free(&res);
+		sg_backend.machine_release(&a);
+	}
+	machine_init(&a);
+	ok(sg_backend.machine_attach(priv, "ssh-default-000000000000", NULL, &a, &err) < 0 &&
+	   err.code == SG_E_NOTFOUND, "machine_attach of an unknown id: SG_E_NOTFOUND");
+	ok(sg_backend.machine_list(priv, NULL, &e, &n, &err) == 0, "machine_list");
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(e[i].id, m->id) && !strcmp(e[i].owner, "host:1:2") && e[i].lifetime_s == 60)
+			found = true;
+	ok(found, "machine_list has the sandbox with its owner and lifetime");
+	free(e);
+}
+
+static void step_targets(void)
+{
+	struct sg_create_req req = { .template_name = "lab", .owner = "host:1:2", .session_hash = "ab" };
+	struct sg_machine m;
+	struct sg_err err = { 0 };
+	json_t *opts;
+	struct stat sb;
+
+	machine_init(&m);
+	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) == 0, "create on the named target 'lab' (%s)",
+	   err.msg);
+	ok(strstr(m.url, "@localhost:") && !strcmp(m.template_name, "lab") && !strncmp(m.id, "ssh-lab-", 8) &&
+	   !strncmp(m.workspace, getenv("SST_LAB_ROOT"), strlen(getenv("SST_LAB_ROOT"))),
+	   "the target's host, name and root are used (%s, %s)", m.url, m.workspace);
+	if (m.handle) {
+		ok(sg_backend.machine_destroy(&m, NULL, &err) == 0 && stat(m.workspace, &sb) < 0,
+		   "destroy removes its directory");
+		sg_backend.machine_release(&m);
+	}
+	machine_init(&m);
+	req.template_name = NULL;
+	opts = json_pack("{s:s}", "target", "nope");
+	req.options = opts;
+	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) < 0 && err.code == SG_E_NOTFOUND,
+	   "create option target 'nope': SG_E_NOTFOUND (%s)", err.msg);
+	json_decref(opts);
+	req.options = NULL;
+	req.template_name = "nope";
+	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) < 0 && err.code == SG_E_NOTFOUND,
+	   "template naming no target: SG_E_NOTFOUND");
+}
+
+int main(void)
+{
+	const char *env[] = { "MENV=from create", NULL };
+	struct sg_create_req req = { .owner = "host:1:2", .session_hash = "abcd", .lifetime_s = 60, .env = env };
+	struct sg_machine m;
+	struct sg_exec_result res;
+	struct sg_err err = { 0 };
+	struct stat sb;
+	char ws[SG_PATH_MAX];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (sg_backend.init(&host, &priv, &err) < 0) {
+		printf("Bail out! init: %s\n", err.msg);
+		return 1;
+	}
+	machine_init(&m);
+	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) == 0, "machine_create (%s)", err.msg);
+	if (!m.handle) {
+		printf("Bail out! no machine\n");
+		return 1;
+	}
+	ok(stat(m.workspace, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700,
+	   "the workspace %s exists with mode 0700", m.workspace);
+	step_exec(&m);
+	step_streams(&m);
+	step_files(&m);
+	step_attach_list(&m);
+	step_targets();
+
+	/* the directory removed behind our back: SG_E_GONE */
+	snprintf(ws, sizeof(ws), "%s", m.workspace);
+	rename(ws, "/tmp/.sg-ssh-slots-moved");
+	ok(run(&m, "true", NULL, NULL, 0, 0, &res, &err) < 0 && err.code == SG_E_GONE,
+	   "exec in a workspace removed outside sandgate: SG_E_GONE (%s)", err.msg);
+	res_free(&res);
+	rename("/tmp/.sg-ssh-slots-moved", ws);
+	ok(sg_backend.machine_destroy(&m, NULL, &err) == 0 && stat(ws, &sb) < 0, "machine_destroy removes the directory");
+	ok(sg_backend.machine_destroy(&m, NULL, &err) == 0, "machine_destroy of a gone directory is success");
+	sg_backend.machine_release(&m);
+	sg_backend.fini(priv);
+	printf("1..%d\n", n_test);
+	return n_failed ? 1 : 0;
+}

@@ -59,7 +59,7 @@ static const struct sg_config_key server_keys[] = {
 	{ .key = "max_message_bytes", .def = "268435456", .accepts = "uint",
 	  .help = "largest JSON-RPC message accepted" },
 	{ .key = "shutdown_grace", .def = "10", .accepts = "uint",
-	  .help = "seconds calls in flight may still finish when a session ends (stdio EOF)" },
+	  .help = "seconds calls in flight may still finish when a session ends (stdio EOF, HTTP shutdown and DELETE)" },
 	{ .key = "shared_machines",
 	  .help = "comma-separated machine ids every session may use" },
 	{ 0 }

@@ -129,4 +129,6 @@ for pj in t/package.json t/*/package.json; do
 	npm_deps "$(dirname "$pj")" || die "installing the Node packages of $pj failed"
 done
 echo "node $(node --version)"
+# The MCP conformance suite and the Node 22 it needs (t/.mcp-tools).
+sh t/http/install-conformance.sh || die "t/http/install-conformance.sh failed: the MCP conformance suite could not be installed"
 

@@ -693,6 +693,29 @@ static json_t *docker_parse_list(const char *dir, const char *p, size_t len)
 }
 
 /* Lists a directory: array of {name, path, type, size, mode, mtime}. */
+/* True when find failed only because entries vanished between its readdir
+ * and its stat (a concurrent write's temporary file renamed away): those are
+ * simply not listed, which is what a listing a moment later would show. */
+static bool docker_list_raced(const struct sg_exec_result *res)
+{
+	const char *p = res->err.data, *end = p ? p + res->err.len : NULL, *nl;
+	bool any = false;
+
+	if (res->exit_code != 1 || !p || res->err_truncated)
+		return false;
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (nl == p)
+			continue;
+		if (!memmem(p, (size_t)(nl - p), "No such file or directory", 25))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *call,
 		     json_t **entries, struct sg_err *err)
 {
@@ -719,7 +742,7 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 				abs);
 		goto out;
 	}
-	if (res.exit_code != 0) {
+	if (res.exit_code != 0 && !docker_list_raced(&res)) {
 		docker_sh_fail(ctx, &res, "listing", abs, err);
 		goto out;
 	}

@@ -237,6 +237,7 @@ void ssh_op_end(struct ssh_op *op)
 		ssh_conn_break(c, "an operation gave up with a packet half sent");
 		ssh_conn_kick(c, op);
 	}
+	ssh_gate_drop(op);
 	ssh_conn_settle(c, op);
 	pthread_mutex_unlock(&c->lock);
 	if (op->efd >= 0)
@@ -855,13 +856,21 @@ static void ssh_chan_mark_open(struct ssh_conn *c)
 	pthread_mutex_unlock(&c->pool->lock);
 }
 
-/* Waits until no other op is opening a channel on c (lock held). */
-static int ssh_wait_opening(struct ssh_op *op)
+int ssh_gate_take(struct ssh_op *op)
 {
-	while (op->c->opening)
+	while (op->c->gate && op->c->gate != op)
 		if (ssh_op_sleep(op, false) < 0)
 			return -1;
+	op->c->gate = op;
 	return 0;
+}
+
+void ssh_gate_drop(struct ssh_op *op)
+{
+	if (op->c->gate == op) {
+		op->c->gate = NULL;
+		ssh_conn_kick(op->c, op);
+	}
 }
 
 static int ssh_stop_err(struct ssh_op *op, const char *what, struct sg_err *err)
@@ -898,14 +907,11 @@ int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *c
 		if (!c)
 			return -1;
 		ssh_op_init(op, c, call, deadline_ms);
-		if (ssh_op_begin(op) < 0 || ssh_wait_opening(op) < 0) {
+		if (ssh_op_begin(op) < 0 || ssh_gate_take(op) < 0) {
 			rc = LIBSSH2_ERROR_EAGAIN;
 			goto failed;
 		}
-		c->opening = true;
 		SSH_CALLP(op, ch, libssh2_channel_open_session(c->session));
-		c->opening = false;
-		ssh_conn_kick(c, op);
 		if (ch) {
 			ssh_chan_mark_open(c);
 			*cp = c;

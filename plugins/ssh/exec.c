@@ -299,6 +299,8 @@ int ssh_exec_start(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *
 		ssh_fail(op, NULL, rc, "starting the command (exec request)", err);
 		goto fail;
 	}
+	/* The replies this op waited for are in: others may send requests. */
+	ssh_gate_drop(op);
 	if (send_eof) {
 		SSH_CALL(op, rc, libssh2_channel_send_eof(*chp));
 		if (rc) {

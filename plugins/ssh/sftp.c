@@ -50,16 +50,12 @@ static int ssh_sftp_init(struct ssh_sftp *so, struct sg_err *err)
 	struct ssh_conn *c = so->c;
 	int rc;
 
-	while (c->opening) {
-		if (ssh_op_pend(&so->op) < 0) {
-			ssh_fail(&so->op, NULL, LIBSSH2_ERROR_EAGAIN, "starting SFTP", err);
-			return LIBSSH2_ERROR_EAGAIN;
-		}
+	if (ssh_gate_take(&so->op) < 0) {
+		ssh_fail(&so->op, NULL, LIBSSH2_ERROR_EAGAIN, "starting SFTP", err);
+		return LIBSSH2_ERROR_EAGAIN;
 	}
-	c->opening = true;
 	SSH_CALLP(&so->op, c->sftp, libssh2_sftp_init(c->session));
-	c->opening = false;
-	ssh_conn_kick(c, &so->op);
+	ssh_gate_drop(&so->op);
 	if (c->sftp) {
 		ssh_sftp_opened(c);
 		return 0;

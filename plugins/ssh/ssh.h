@@ -119,7 +119,8 @@ struct ssh_conn {
 	int fd;                           /* owned */
 	LIBSSH2_SFTP *sftp;               /* owned, lazily started */
 	bool sftp_busy;                   /* one SFTP operation at a time */
-	bool opening;                     /* a channel open or SFTP start is in flight */
+	struct ssh_op *gate;              /* the op with a request in flight that
+					     waits for its reply (see ssh_gate_take) */
 	struct ssh_op *waiters;           /* ops sleeping in ssh_op_wait() */
 	struct ssh_op *out_owner;         /* op whose packet is partially sent */
 	uint64_t rx, rx_notified;         /* bytes received / when waiters were last kicked */
@@ -214,6 +215,13 @@ int ssh_op_pend(struct ssh_op *op);
 /* Temporarily drops the lock (for work that takes other locks), and back. */
 void ssh_op_pause(struct ssh_op *op);
 int ssh_op_resume(struct ssh_op *op);
+/* The request gate (lock held).  libssh2 1.10 fails a wait for a reply
+ * (channel open confirmation, CHANNEL_SUCCESS of an env or exec request)
+ * with -1 when a reply of the same type for another channel arrives first,
+ * so at most one op per connection may have such a request in flight.
+ * take: waits for the gate (0, or -1 with op->stop); drop: frees it. */
+int ssh_gate_take(struct ssh_op *op);
+void ssh_gate_drop(struct ssh_op *op);
 /* Wakes every waiter but `self` (lock held). */
 void ssh_conn_kick(struct ssh_conn *c, const struct ssh_op *self);
 
@@ -232,7 +240,8 @@ void ssh_conn_kick(struct ssh_conn *c, const struct ssh_op *self);
 /* Opens a session channel on the pool: reserves a slot (a new connection
  * when every one is full, the server's refusal teaching the limit), and
  * reconnects once when a connection turns out dead.  On success *cp holds a
- * reference and a slot, *chp the channel, and op is begun (locked). */
+ * reference and a slot, *chp the channel, and op is begun (locked) and
+ * holds the request gate for its channel requests: ssh_gate_drop() it. */
 int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *call,
 		  int64_t deadline_ms, struct ssh_conn **cp, LIBSSH2_CHANNEL **chp,
 		  struct sg_err *err);

@@ -610,9 +610,15 @@ static void test_set_level(void **state)
 
 static void test_tools_list(void **state)
 {
+	/* The seven cloud tools, then the sandbox_env tools (with the audit
+	 * query, since the audit log is file-backed by default). */
 	static const char *const names[] = { "create_sandbox", "run_code", "run_command",
 					     "read_file", "write_file", "list_files",
-					     "kill_sandbox" };
+					     "kill_sandbox", "sandbox_shell_exec",
+					     "sandbox_shell_read", "sandbox_file_read",
+					     "sandbox_file_write", "sandbox_file_patch",
+					     "sandbox_file_search", "sandbox_env",
+					     "sandbox_audit_query" };
 	struct fixture *f = *state;
 	const char *line;
 	json_t *r, *tools, *t;

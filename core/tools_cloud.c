@@ -304,6 +304,11 @@ static int tool_run_code(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		struct sg_code_result cres = { 0 };
 
 		if (sg_m_run_code(e, &creq, t->call, &cres, err) < 0) {
+			/* A failed run may have collected output already. */
+			sg_buf_release(&cres.out);
+			sg_buf_release(&cres.err);
+			json_decref(cres.results);
+			json_decref(cres.error);
 			machine_failed(t, e, err);
 			goto out;
 		}

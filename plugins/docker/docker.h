@@ -23,6 +23,7 @@
 #include <sandgate/plugin.h>
 
 #include "plugins/docker/engine.h"
+#include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
 
 #define DOCKER_PLUGIN "docker"
@@ -51,12 +52,9 @@ struct docker_ctx {
 	bool runner_faults;              /* SANDGATE_RUNNER_FAULTS=1: tests only */
 
 	/* The runner binary on this host, read once (runner.c). */
-	pthread_mutex_t bin_lock;        /* guards the bin_* fields */
+	pthread_mutex_t bin_lock;        /* guards the bin* fields */
 	bool bin_tried;
-	unsigned char *bin;              /* its bytes (owned, freed by fini) */
-	size_t bin_len;
-	char bin_id[RN_BUILD_ID_LEN + 1];/* FNV-1a 64 of bin */
-	char bin_path[SG_PATH_MAX];      /* where it was found */
+	struct rn_binary bin;            /* owned, freed by docker_runner_teardown() */
 	char bin_why[256];               /* why there is none */
 };
 

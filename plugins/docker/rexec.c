@@ -28,6 +28,18 @@
 #define RX_SLACK_MS      5000  /* beyond timeout + grace: the runner is stuck */
 #define RX_CLOSE_WAIT_MS 1000  /* a stream's process may end by itself */
 
+/* Milliseconds until deadline for a wait: -1 (none) stays -1, a deadline
+ * just passed is 0, never a negative (poll would wait forever). */
+static int rx_left(long long deadline)
+{
+	long long left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - docker_now_ms();
+	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
+}
+
 /* Where one command's output goes. */
 struct rx_sink {
 	const struct sg_host_api *host;
@@ -121,8 +133,7 @@ static enum rn_req_state rx_wait(struct docker_ctx *ctx, struct rn_req *q,
 				 "command in time");
 			return RN_REQ_FAILED;
 		}
-		w = rn_req_wait(q, deadline < 0 ? -1 : (int)(deadline - docker_now_ms()),
-				cfd);
+		w = rn_req_wait(q, rx_left(deadline), cfd);
 		if (w == 2)
 			*cancelled = true;
 	}
@@ -170,6 +181,8 @@ static int rx_run(struct docker_ctx *ctx, const struct sg_machine *m, struct rn_
 		rc = rx_start_fail(ctx, m->id, r, command, &ex, err);
 	} else {
 		rx_fill(res, &ex);
+		if (rn_req_overflowed(q)) /* more than RN_QUEUE_MAX waited at once */
+			res->out_truncated = res->err_truncated = true;
 		rc = cancelled ? ctx->host->errf(err, SG_E_CANCELLED, "cancelled: the "
 						 "command's process group was killed") : 0;
 	}
@@ -327,8 +340,8 @@ ssize_t docker_rstream_read(struct docker_rstream *rs, void *p, size_t n,
 			return rs->ctx->host->errf(err, SG_E_IO, "docker stream: %s", why);
 		if (queued > 0)
 			continue;
-		left = deadline < 0 ? -1 : (int)(deadline - docker_now_ms());
-		if (deadline >= 0 && left <= 0)
+		left = rx_left(deadline);
+		if (left == 0)
 			return rs->ctx->host->errf(err, SG_E_TIMEOUT, "docker stream: nothing "
 						   "to read within %d ms", timeout_ms);
 		rn_req_wait(rs->q, left, -1);
@@ -350,7 +363,7 @@ static bool rx_stream_ended(struct docker_rstream *rs, int ms, struct rn_exit *e
 			return true;
 		if (docker_now_ms() >= until)
 			return false;
-		rn_req_wait(rs->q, (int)(until - docker_now_ms()), -1);
+		rn_req_wait(rs->q, rx_left(until), -1);
 	}
 }
 

@@ -23,28 +23,19 @@
 
 #include "plugins/docker/docker.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugins/docker/demux.h"
 #include "plugins/docker/tar.h"
+#include "plugins/runner/binary.h"
 
-#ifndef RUNNERDIR
-#define RUNNERDIR "/usr/local/libexec/sandgate"
-#endif
-
-#define RUNNER_NAME        "sandgate-runner"
-#define RUNNER_BIN_MAX     (16u * 1024u * 1024u)
 #define RUNNER_HELLO_MS    15000
 #define RUNNER_ERRLINE_MAX 400
 
@@ -54,93 +45,8 @@ static const char *const runner_dirs[] = { "/tmp", "/dev/shm", "/run", "/var/tmp
 
 /* ---- the binary on this host -------------------------------------------------------- */
 
-static bool runner_file_ok(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
-}
-
-/* dir/sandgate-runner into out; false when it does not fit. */
-static bool runner_join(char *out, size_t size, const char *dir)
-{
-	int n = snprintf(out, size, "%s/" RUNNER_NAME, dir);
-
-	return n > 0 && (size_t)n < size;
-}
-
-/* [docker] runner_path (or SANDGATE_RUNNER), else next to docker.so (and one
- * level up from a libtool .libs directory: the build tree), else the
- * installed $(pkglibexecdir). */
-static void runner_find(struct docker_ctx *ctx, char *out, size_t size)
-{
-	const char *conf = ctx->host->config_get("docker", "runner_path");
-	Dl_info info;
-	char dir[SG_PATH_MAX];
-	char *slash;
-
-	if (conf && *conf) {
-		snprintf(out, size, "%s", conf);
-		return;
-	}
-	static const char anchor; /* any object of docker.so tells where it is */
-
-	if (dladdr(&anchor, &info) && info.dli_fname &&
-	    snprintf(dir, sizeof(dir), "%s", info.dli_fname) < (int)sizeof(dir) &&
-	    (slash = strrchr(dir, '/'))) {
-		*slash = '\0';
-		if (runner_join(out, size, dir) && runner_file_ok(out))
-			return;
-		slash = strrchr(dir, '/');
-		if (slash && strcmp(slash, "/.libs") == 0) {
-			*slash = '\0';
-			if (runner_join(out, size, dir) && runner_file_ok(out))
-				return;
-		}
-	}
-	snprintf(out, size, "%s/" RUNNER_NAME, RUNNERDIR);
-}
-
-/* Reads the whole file into ctx->bin.  Called with bin_lock held. */
-static int runner_read(struct docker_ctx *ctx)
-{
-	struct stat st;
-	ssize_t r;
-	size_t got = 0;
-	int fd = open(ctx->bin_path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size <= 0 || (size_t)st.st_size > RUNNER_BIN_MAX) {
-		snprintf(ctx->bin_why, sizeof(ctx->bin_why), "no runner binary at %.160s "
-			 "(%s): build it (make) or set [docker] runner_path",
-			 ctx->bin_path, fd < 0 ? strerror(errno) : "not a usable file");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	ctx->bin = malloc((size_t)st.st_size); /* freed by docker_runner_teardown() */
-	while (ctx->bin && got < (size_t)st.st_size) {
-		r = read(fd, ctx->bin + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (!ctx->bin || got != (size_t)st.st_size) {
-		snprintf(ctx->bin_why, sizeof(ctx->bin_why), "cannot read the runner "
-			 "binary %.200s", ctx->bin_path);
-		free(ctx->bin);
-		ctx->bin = NULL;
-		return -1;
-	}
-	ctx->bin_len = got;
-	rn_build_id_bytes(ctx->bin, got, ctx->bin_id);
-	return 0;
-}
-
-/* The binary, read on first use.  Returns 0, or -1 with why. */
+/* The binary, read on first use (plugins/runner/binary.c finds it).
+ * Returns 0, or -1 with why. */
 static int runner_binary(struct docker_ctx *ctx, char *why, size_t size)
 {
 	int rc;
@@ -148,13 +54,14 @@ static int runner_binary(struct docker_ctx *ctx, char *why, size_t size)
 	pthread_mutex_lock(&ctx->bin_lock);
 	if (!ctx->bin_tried) {
 		ctx->bin_tried = true;
-		runner_find(ctx, ctx->bin_path, sizeof(ctx->bin_path));
-		if (runner_read(ctx) == 0)
+		if (rn_binary_load(&ctx->bin, ctx->host->config_get("docker", "runner_path"),
+				   "[docker] runner_path", ctx->bin_why,
+				   sizeof(ctx->bin_why)) == 0)
 			ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner binary %s, "
-				       "build %s, %zu bytes", ctx->bin_path, ctx->bin_id,
-				       ctx->bin_len);
+				       "build %s, %zu bytes", ctx->bin.path, ctx->bin.id,
+				       ctx->bin.len);
 	}
-	rc = ctx->bin ? 0 : -1;
+	rc = ctx->bin.data ? 0 : -1;
 	if (rc < 0)
 		snprintf(why, size, "%s", ctx->bin_why);
 	pthread_mutex_unlock(&ctx->bin_lock);
@@ -179,8 +86,7 @@ void docker_runner_setup(struct docker_ctx *ctx)
 
 void docker_runner_teardown(struct docker_ctx *ctx)
 {
-	free(ctx->bin);
-	ctx->bin = NULL;
+	rn_binary_free(&ctx->bin);
 	pthread_mutex_destroy(&ctx->bin_lock);
 }
 
@@ -352,7 +258,7 @@ static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *di
 		return snprintf(why, size, "out of memory"), -1;
 	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", cid, q);
 	free(q);
-	if (docker_tar_pack_file(ctx->host, name, ctx->bin, ctx->bin_len, 0755, &tar,
+	if (docker_tar_pack_file(ctx->host, name, ctx->bin.data, ctx->bin.len, 0755, &tar,
 				 &e) < 0) {
 		snprintf(why, size, "%.200s", e.msg);
 		return -1;
@@ -390,7 +296,7 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	struct sg_buf early = { 0 };
 	struct rn_transport t;
-	struct rn_conn_opts o = { .build_id = ctx->bin_id,
+	struct rn_conn_opts o = { .build_id = ctx->bin.id,
 				  .hello_timeout_ms = RUNNER_HELLO_MS,
 				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
 	struct runner_sock *s;
@@ -451,7 +357,7 @@ static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 	*gone = false;
 	if (runner_binary(ctx, why, size) < 0)
 		return -1;
-	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin_id);
+	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin.id);
 	why[0] = '\0';
 	for (i = 0; i < sizeof(runner_dirs) / sizeof(runner_dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", runner_dirs[i], name);

@@ -31,6 +31,7 @@
 #define SSH_FLUSH_MS 10000      /* a partially sent packet must go out within this */
 #define SSH_CLOSE_MS 5000       /* a channel must close within this */
 #define SSH_OPEN_TRIES 6        /* refusals before giving up on a channel */
+#define SSH_IDLE_KEEP 2         /* idle connections kept per target */
 
 /* ---- waiting ----------------------------------------------------------------------- */
 
@@ -808,23 +809,21 @@ void ssh_sftp_unreserve(struct ssh_conn *c, bool drop, bool was_open)
 void ssh_slot_release(struct ssh_conn *c, bool was_open)
 {
 	struct ssh_pool *p = c->pool;
-	struct ssh_conn *trim = NULL;
 	unsigned left;
 
 	pthread_mutex_lock(&p->lock);
 	c->slots--;
 	if (was_open)
 		c->open--;
-	/* Keep one idle connection per target; close the extra ones a burst
-	 * of concurrent calls opened. */
+	/* Keep a few idle connections per target; close the extra ones a
+	 * burst of concurrent calls opened. */
 	if (c->listed && c->slots == 0) {
-		for (struct ssh_conn *o = p->conns; o; o = o->next) {
-			if (o != c && (!o->max_slots || o->slots < o->max_slots)) {
-				trim = c;
-				break;
-			}
-		}
-		if (trim)
+		unsigned idle = 0;
+
+		for (struct ssh_conn *o = p->conns; o; o = o->next)
+			if (o != c && o->slots == 0)
+				idle++;
+		if (idle >= SSH_IDLE_KEEP)
 			(void)ssh_pool_delist(p, c); /* never the last: ours is counted */
 	}
 	left = --c->refs;
@@ -873,22 +872,6 @@ void ssh_gate_drop(struct ssh_op *op)
 	}
 }
 
-static int ssh_stop_err(struct ssh_op *op, const char *what, struct sg_err *err)
-{
-	const struct sg_host_api *host = op->c->pool->ctx->host;
-	const struct ssh_target *t = &op->c->pool->target;
-
-	switch (op->stop) {
-	case SSH_STOP_CANCEL:
-		return host->errf(err, SG_E_CANCELLED, "ssh: %s: cancelled", what);
-	case SSH_STOP_TIMEOUT:
-		return host->errf(err, SG_E_TIMEOUT, "ssh: %s on %s:%u timed out", what, t->host, t->port);
-	default:
-		return host->errf(err, SG_E_UNAVAILABLE, "ssh: %s: the connection to %s:%u dropped: %s",
-				  what, t->host, t->port, op->c->broken_why);
-	}
-}
-
 int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *call,
 		  int64_t deadline_ms, struct ssh_conn **cp, LIBSSH2_CHANNEL **chp,
 		  struct sg_err *err)
@@ -921,7 +904,7 @@ int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *c
 		rc = libssh2_session_last_errno(c->session);
 failed:
 		if (rc == LIBSSH2_ERROR_EAGAIN && op->stop != SSH_STOP_BROKEN) {
-			ssh_stop_err(op, "opening a channel", err);
+			ssh_fail(op, NULL, rc, "opening a channel", err);
 			ssh_op_end(op);
 			ssh_slot_release(c, false);
 			return -1;
@@ -942,10 +925,7 @@ failed:
 			continue;
 		}
 		if (op->stop == SSH_STOP_BROKEN || c->broken || ssh_rc_is_transport(rc)) {
-			if (rc == LIBSSH2_ERROR_EAGAIN)
-				ssh_stop_err(op, "opening a channel", err);
-			else
-				ssh_fail(op, NULL, rc, "opening a session channel", err);
+			ssh_fail(op, NULL, rc, "opening a session channel", err);
 			ssh_op_end(op);
 			ssh_slot_release(c, false);
 			if (reconnected)

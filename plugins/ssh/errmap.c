@@ -173,12 +173,14 @@ int ssh_fail(struct ssh_op *op, LIBSSH2_SFTP *sftp, int rc, const char *what,
 
 	if (c->session)
 		libssh2_session_last_error(c->session, &text, &len, 0);
-	if (rc == LIBSSH2_ERROR_EAGAIN && op->stop) {
+	/* EAGAIN that ended in ssh_op_wait(): why the op stopped waiting. */
+	if (rc == LIBSSH2_ERROR_EAGAIN) {
 		code = op->stop == SSH_STOP_CANCEL ? SG_E_CANCELLED :
 		       op->stop == SSH_STOP_TIMEOUT ? SG_E_TIMEOUT : SG_E_UNAVAILABLE;
-		return host->errf(err, code, "ssh: %s on %s:%u: %s", what, t->host, t->port,
+		return host->errf(err, code, "ssh: %s on %s:%u: %s%s", what, t->host, t->port,
 				  op->stop == SSH_STOP_CANCEL ? "cancelled" :
-				  op->stop == SSH_STOP_TIMEOUT ? "timed out" : c->broken_why);
+				  op->stop == SSH_STOP_TIMEOUT ? "timed out" : "the connection dropped: ",
+				  op->stop == SSH_STOP_BROKEN || !op->stop ? c->broken_why : "");
 	}
 	if (ssh_rc_is_transport(rc)) {
 		const char *meaning = ssh_rc_meaning(rc);

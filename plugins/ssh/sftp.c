@@ -151,9 +151,10 @@ static void ssh_sftp_end(struct ssh_sftp *so)
 /* Fails an SFTP request through the adapter and notes a dead session. */
 static int ssh_sftp_fail(struct ssh_sftp *so, int rc, const char *what, struct sg_err *err)
 {
-	if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL && ssh_sftp_session_failed(rc))
-		so->dead = true;
-	if (rc == LIBSSH2_ERROR_EAGAIN && so->op.stop == SSH_STOP_BROKEN)
+	/* A request abandoned half-way (cancelled, timed out) leaves replies
+	 * and handles in the session: start a fresh one next time. */
+	if (rc == LIBSSH2_ERROR_EAGAIN ||
+	    (rc != LIBSSH2_ERROR_SFTP_PROTOCOL && ssh_sftp_session_failed(rc)))
 		so->dead = true;
 	return ssh_fail(&so->op, so->sftp, rc, what, err);
 }
@@ -675,7 +676,7 @@ static int ssh_list_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	LIBSSH2_SFTP_HANDLE *h;
 	char what[SSH_WHAT_MAX];
 	size_t n = 0;
-	int rc, ret = -1;
+	int rc, crc, ret = -1;
 
 	snprintf(what, sizeof(what), "listing '%s'", la->path);
 	SSH_CALLP(&so->op, h, libssh2_sftp_open_ex(so->sftp, la->path, (unsigned)strlen(la->path), 0, 0,
@@ -683,11 +684,7 @@ static int ssh_list_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	if (!h)
 		return ssh_list_fail(so, ssh_sftp_last(so), la->path, what, err);
 	rc = ssh_list_read(so, h, what, &ents, &n, err);
-	{
-		int crc;
-
-		SSH_CALL(&so->op, crc, libssh2_sftp_close_handle(h));
-	}
+	SSH_CALL(&so->op, crc, libssh2_sftp_close_handle(h));
 	if (rc < 0)
 		goto out;
 	qsort(ents, n, sizeof(*ents), ssh_dirent_cmp);

@@ -53,6 +53,10 @@ t.run(async () => {
     call('sandbox_env', { action: 'status' }),
   ]);
   calls++; // the other process's call
+  // Rows are written by a writer thread after the reply; a process's own
+  // queries wait for its queue, another process's rows are there once it
+  // has flushed: at the latest when it exits.
+  await other.close();
 
   const q = await srv.tool('sandbox_audit_query', {});
   t.is(q.total, calls, `sandbox_audit_query sees the ${calls} rows of this credential, from both processes`);
@@ -85,7 +89,6 @@ t.run(async () => {
     const r = await srv.call('sandbox_audit_query', args);
     t.ok(r.isError && re.test(errorText(r)), `bad bounds ${JSON.stringify(args)}: ${re}`, { text: errorText(r) });
   }
-  await other.close();
   await srv.close();
 
   t.ok(fs.existsSync(db), `the audit database is ${db}`);

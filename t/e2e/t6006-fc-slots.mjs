@@ -15,11 +15,15 @@ t.run(async () => {
   const driver = path.join(build, 't', 'fc', 'fc-slots');
   if (!fs.existsSync(driver)) await t.bailOut(`${driver} is missing: build it with "make check" (or make t/fc/fc-slots)`);
   const emu = await startEmulator();
-  const vg = process.env.SG_TEST_VALGRIND !== '0' && spawnSync('valgrind', ['--version']).status === 0;
+  // A sanitizer build checks itself (and valgrind cannot run it): the driver
+  // then runs on its own, with ASan's leak checker.
+  const sanitized = /libasan|libubsan/.test(spawnSync('ldd', [driver]).stdout?.toString() ?? '');
+  const vg = !sanitized && process.env.SG_TEST_VALGRIND !== '0' &&
+    spawnSync('valgrind', ['--version']).status === 0;
   const cmd = vg ? 'valgrind' : driver;
   const args = vg ? ['--leak-check=full', '--errors-for-leak-kinds=definite,indirect',
     '--show-leak-kinds=definite,indirect', '--error-exitcode=99', driver] : [];
-  t.diag(vg ? 'running fc-slots under valgrind' : 'running fc-slots (no valgrind)');
+  t.diag(vg ? 'running fc-slots under valgrind' : sanitized ? 'running fc-slots (sanitizer build)' : 'running fc-slots (no valgrind)');
   const child = spawn(cmd, args, {
     env: { ...process.env, FCT_BASE_URL: emu.base, FCT_API_KEY: emu.apiKey },
     stdio: ['ignore', 'pipe', 'pipe'],

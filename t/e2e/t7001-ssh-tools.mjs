@@ -154,4 +154,14 @@ t.run(async () => {
   const stateDir = path.join(path.dirname(srv.stderrPath), 'state', 'sandgate', 'ssh');
   t.deepEqual(fs.existsSync(stateDir) ? fs.readdirSync(stateDir) : [], [], 'no state file is left for killed sandboxes');
   await srv.close();
+
+  // a login shell that prints before every command (a chatty rc file)
+  const noisy = await startSshd({ loginNoise: true });
+  const ns = await sdkClient(sshArgs(noisy), sshEnv(), { name: 'chatty login shell' });
+  const clean = await ns.tool('run_command', { command: 'printf clean' });
+  t.is(clean.stdout, 'clean', 'what a chatty login shell prints on stdout before the command is dropped');
+  t.like(clean.stderr, /login-noise-stderr/, '... (its stderr cannot be told apart and stays)');
+  const nc = await ns.tool('run_code', { code: 'print("py")', language: 'python' });
+  t.is(nc.stdout, 'py\n', 'run_code is not confused by it either');
+  await ns.close();
 }, { timeout: 180 });

@@ -59,7 +59,8 @@ function installCleanup() {
 
 /**
  * Starts sshd; opts.maxSessions (default 10), opts.ecdsa (a second host
- * key).  Returns the ready values plus stop(), kill(), restart(), rekey(),
+ * key), opts.loginNoise (bash prints a line on stdout and stderr before
+ * every command, like a chatty rc file).  Returns the ready values plus stop(), kill(), restart(), rekey(),
  * freeze() and thaw() (SIGSTOP / SIGCONT the open connections).
  */
 export async function startSshd(opts = {}) {
@@ -79,6 +80,7 @@ export async function startSshd(opts = {}) {
   installCleanup();
   const args = ['start', dir, '--max-sessions', String(opts.maxSessions ?? 10)];
   if (opts.ecdsa) args.push('--ecdsa');
+  if (opts.loginNoise) args.push('--login-noise');
   Object.assign(s, parseReady(await fixture(args)));
   s.port = Number(s.port);
   s.knownHosts = s.known_hosts;

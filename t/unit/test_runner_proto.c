@@ -220,9 +220,13 @@ struct fake {
 	unsigned char last_payload[4096];
 };
 
+/* Best effort: after a bad frame the client may hang up before the rest of
+ * what a test sends; what the client concluded is checked afterwards. */
 static void send_raw(struct fake *f, const void *p, size_t n)
 {
-	assert_int_equal(send(f->peer, p, n, MSG_NOSIGNAL), (ssize_t)n);
+	ssize_t w = send(f->peer, p, n, MSG_NOSIGNAL);
+
+	(void)w;
 }
 
 static void send_frame(struct fake *f, uint8_t type, uint32_t id, const struct rn_buf *b)

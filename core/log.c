@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -9,7 +10,8 @@
 
 #include "core/log.h"
 
-static enum sg_log_level log_level = SG_LOG_INFO;
+/* Read on every log call from any thread, set by the startup thread. */
+static atomic_int log_level = SG_LOG_INFO;
 static FILE *log_fp; /* NULL: stderr */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -17,8 +19,12 @@ static const char *const level_names[] = {
 	"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
 };
 
-void sg_log_set_level(enum sg_log_level level) { log_level = level; }
-enum sg_log_level sg_log_get_level(void) { return log_level; }
+void sg_log_set_level(enum sg_log_level level) { atomic_store_explicit(&log_level, (int)level, memory_order_relaxed); }
+
+enum sg_log_level sg_log_get_level(void)
+{
+	return (enum sg_log_level)atomic_load_explicit(&log_level, memory_order_relaxed);
+}
 
 int sg_log_level_parse(const char *name)
 {
@@ -59,7 +65,7 @@ void sg_vlog(enum sg_log_level level, const char *tag, const char *fmt, va_list 
 	struct tm tm;
 	FILE *fp;
 
-	if (level < log_level)
+	if ((int)level < atomic_load_explicit(&log_level, memory_order_relaxed))
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	/* One line per message, whatever the text held. */
@@ -82,7 +88,7 @@ void sg_log(enum sg_log_level level, const char *tag, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (level < log_level)
+	if ((int)level < atomic_load_explicit(&log_level, memory_order_relaxed))
 		return;
 	va_start(ap, fmt);
 	sg_vlog(level, tag, fmt, ap);

@@ -395,13 +395,13 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 
 void sg_machine_touch(struct sg_entry *e)
 {
-	int64_t now = sg_time_s();
+	int64_t now = sg_time_s(), saved = atomic_load(&e->last_saved);
 
 	atomic_store(&e->last_used, now);
 	/* Labels cannot change: the last use lives in the state db, written at
-	 * most once a second per sandbox. */
-	if (e->ephemeral && now != e->last_saved) {
-		e->last_saved = now;
+	 * most once a second per sandbox, by one of concurrent callers. */
+	if (e->ephemeral && now != saved &&
+	    atomic_compare_exchange_strong(&e->last_saved, &saved, now)) {
 		sg_state_touch(e->m.backend->name, e->m.id, now);
 	}
 	if (e->lifetime_s && SG_HAS(e->m.backend, machine_keepalive)) {

@@ -33,7 +33,7 @@ struct sg_entry {
 	unsigned lifetime_s;    /* idle lifetime; 0: none */
 	int64_t created;        /* unix seconds */
 	_Atomic int64_t last_used; /* unix seconds */
-	int64_t last_saved;     /* last_used as written to the state db */
+	_Atomic int64_t last_saved; /* last_used as written to the state db */
 	int refs;               /* registry's + borrowers' (guarded by the registry lock) */
 	bool dead;              /* destroyed or being destroyed */
 	char name[SG_ID_MAX];   /* persistent machine name, "" when none */

@@ -563,6 +563,30 @@ void sg_config_each(const char *section, const char *prefix,
 	}
 }
 
+void sg_config_each_key(void (*fn)(const char *section, const struct sg_config_key *k,
+				   const char *value, const char *source, void *ud),
+			void *ud)
+{
+	const struct cfg_section_keys *order[64];
+	size_t n = 0;
+
+	/* The list is newest first; registration order reads better. */
+	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire);
+	     s && n < sizeof(order) / sizeof(order[0]); s = s->next)
+		order[n++] = s;
+	while (n-- > 0) {
+		const struct cfg_section_keys *s = order[n];
+
+		for (const struct sg_config_key *k = s->keys; k->key; k++) {
+			bool wild = strchr(k->key, '*') || strchr(s->section, '*');
+			const char *v = wild ? NULL : sg_config_get(s->section, k->key);
+
+			fn(s->section, k, k->secret && v ? (*v ? "(set)" : "") : v,
+			   wild ? "" : sg_config_source(s->section, k->key), ud);
+		}
+	}
+}
+
 const char *sg_config_file(void)
 {
 	return file_path;

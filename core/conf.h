@@ -60,6 +60,15 @@ bool sg_config_bool(const char *section, const char *key, bool def);
 void sg_config_each(const char *section, const char *prefix,
 		    void (*fn)(const char *key, const char *value, void *ud), void *ud);
 
+/* Calls fn for every registered key, section by section in registration
+ * order: its section, its declaration, its effective value (NULL when unset;
+ * a secret's value is never passed, only whether it is set) and the source
+ * of that value (see sg_config_source).  Wildcard keys ("template.*") and
+ * wildcard sections ("ssh.target.*") are passed as declared, value NULL. */
+void sg_config_each_key(void (*fn)(const char *section, const struct sg_config_key *k,
+				   const char *value, const char *source, void *ud),
+			void *ud);
+
 /* The path of the file that was loaded, or NULL. */
 const char *sg_config_file(void);
 

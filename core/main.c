@@ -43,6 +43,8 @@ static const char usage_text[] =
 	"      --sandbox-id ID     run the tool on an existing sandbox\n"
 	"  http                    serve MCP Streamable HTTP on [server] host:port, path /mcp\n"
 	"  tools                   print the tool list (the tools/list result) as JSON\n"
+	"  config                  print every configuration key, its value and where it\n"
+	"                          comes from (secrets are shown only as set)\n"
 	"\n"
 	"Options:\n"
 	"  --config PATH           configuration file (default: $SANDGATE_CONFIG,\n"
@@ -125,8 +127,10 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	if (!c->command)
 		return usage_error("%s", "no command given: use stdio, http, call or tools");
 	if (strcmp(c->command, "stdio") && strcmp(c->command, "http") &&
-	    strcmp(c->command, "call") && strcmp(c->command, "tools"))
-		return usage_error("unknown command '%s': use stdio, http, call or tools", c->command);
+	    strcmp(c->command, "call") && strcmp(c->command, "tools") &&
+	    strcmp(c->command, "config"))
+		return usage_error("unknown command '%s': use stdio, http, call, tools or config",
+				   c->command);
 	if (!strcmp(c->command, "call") && !c->tool)
 		return usage_error("%s", "call needs a tool name, e.g. sandgate call run_code '{\"code\":\"print(6*7)\"}'");
 	return 0;
@@ -189,6 +193,21 @@ static int setup(const struct cli *c, bool lazy_backends)
 	if (lazy_backends)
 		return sg_machine_start_async(load_backends_for_server) < 0 ? EXIT_PLUGIN : 0;
 	return load_backends();
+}
+
+static void print_key(const char *section, const struct sg_config_key *k, const char *value,
+		      const char *source, void *ud)
+{
+	const char **last = ud;
+
+	if (!*last || strcmp(*last, section)) {
+		printf("%s[%s]\n", *last ? "\n" : "", section);
+		*last = section;
+	}
+	printf("%s = %s", k->key, value ? value : "");
+	if (*source)
+		printf("\t; %s", source);
+	putchar('\n');
 }
 
 static void null_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
@@ -281,6 +300,10 @@ int main(int argc, char **argv)
 	if (!strcmp(c.command, "tools")) {
 		json_dumpf(sg_tools_list(), stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
+	} else if (!strcmp(c.command, "config")) {
+		const char *last = NULL;
+
+		sg_config_each_key(print_key, &last);
 	} else if (!strcmp(c.command, "call")) {
 		rc = run_call(&c);
 	} else {

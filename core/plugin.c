@@ -134,6 +134,9 @@ struct sg_plugin *sg_plugin_load(const char *dir, const char *name, struct sg_er
 		goto fail;
 	if (b->config_keys)
 		sg_config_register(b->name, b->config_keys);
+	if (SG_HAS(b, config_sections))
+		for (const struct sg_config_section *cs = b->config_sections; cs->section; cs++)
+			sg_config_register(cs->section, cs->keys);
 	if (b->init(sg_host_api_get(), &priv, err) < 0) {
 		char prefix[96];
 

@@ -45,7 +45,7 @@ extern "C" {
 
 #define SG_PLUGIN_MAGIC     0x53475042u /* "SGPB" */
 #define SG_PLUGIN_ABI_MAJOR 1u          /* bump on any removal or change */
-#define SG_PLUGIN_ABI_MINOR 1u          /* bump on append */
+#define SG_PLUGIN_ABI_MINOR 2u          /* bump on append */
 
 #define SG_MACHINE_MAGIC 0x53474d41u /* "SGMA" */
 
@@ -315,6 +315,12 @@ struct sg_config_key {
 	bool secret;         /* never echoed or logged */
 };
 
+/* A further configuration section of a plugin (ABI 1.2). */
+struct sg_config_section {
+	const char *section;              /* "ssh.target.*" */
+	const struct sg_config_key *keys; /* NULL-key terminated */
+};
+
 /* ---- the descriptor --------------------------------------------------------- */
 
 typedef int  sg_backend_init_fn(const struct sg_host_api *host, void **priv,
@@ -474,7 +480,15 @@ struct sg_backend {
 	 * is always returned before that status. */
 	sg_stream_read_ch_fn *stream_read_ch;
 
-	/* --- ABI 1.2+: append only ---------------------------------------------- */
+	/* --- ABI 1.2: append only ------------------------------------------------- */
+
+	/* Optional.  Further sections the plugin reads, each with its keys,
+	 * NULL-section terminated.  A section name may end in ".*" for a family
+	 * ("ssh.target.*" covers [ssh.target.lab]); the core validates those
+	 * sections like [<name>] and config_get() returns their defaults. */
+	const struct sg_config_section *config_sections;
+
+	/* --- ABI 1.3+: append only ---------------------------------------------- */
 };
 
 /* Size of the 1.0 layout: the smallest descriptor the core accepts. */

@@ -197,6 +197,25 @@ static const char ssh_help[] =
 	"concurrent calls open more connections.  RSA keys need SHA-1 signatures "
 	"with libssh2 1.10, which OpenSSH 8.8+ refuses: use ed25519 or ECDSA keys.";
 
+/* [ssh.target.NAME]: a named target.  No defaults here: each unset key
+ * falls back to [ssh]'s (default_host, default_port, ...). */
+static const struct sg_config_key ssh_target_keys[] = {
+	{ .key = "host", .help = "host name or address of the target" },
+	{ .key = "port", .accepts = "uint", .help = "SSH port (default [ssh] default_port)" },
+	{ .key = "user", .help = "remote user (default [ssh] default_user)" },
+	{ .key = "key", .help = "identity file (default [ssh] default_key)" },
+	{ .key = "root", .help = "remote directory of the sandboxes (default [ssh] root)" },
+	{ .key = "known_hosts", .help = "known_hosts file (default [ssh] known_hosts)" },
+	{ .key = "host_key_policy", .accepts = "strict|accept-new|off",
+	  .help = "host key policy (default [ssh] host_key_policy)" },
+	{ .key = NULL }
+};
+
+static const struct sg_config_section ssh_config_sections[] = {
+	{ .section = "ssh.target.*", .keys = ssh_target_keys },
+	{ .section = NULL }
+};
+
 SG_EXPORT const struct sg_backend sg_backend = {
 	SG_BACKEND_HEADER,
 	.name = "ssh",
@@ -226,4 +245,5 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.n_actions = 0,
 	.help = ssh_help,
 	.config_keys = ssh_config_keys,
+	.config_sections = ssh_config_sections,
 };

@@ -2,9 +2,9 @@
  * Targets: where a sandbox's host is and how to log in.  The default target
  * comes from [ssh] default_*; a named one from [ssh.target.NAME] (host,
  * port, user, key, root, known_hosts, host_key_policy), each key falling
- * back to [ssh]'s.  The core registers only [ssh]'s keys (the ABI has no
- * way to declare a section pattern), so named sections are read with
- * config_get("ssh.target.NAME", key).
+ * back to [ssh]'s.  The section family is declared to the core as
+ * "ssh.target.*" (ABI 1.2 config_sections), without defaults, so an unset
+ * key reads as NULL and the [ssh] fallback applies.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

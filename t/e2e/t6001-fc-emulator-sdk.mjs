@@ -13,7 +13,7 @@ import { startEmulator, PNG_1X1 } from '../fc/emu.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 async function loadSdk() {
-  const req = createRequire(path.join(here, '..', 'fc', 'package.json'));
+  const req = createRequire(path.join(process.env.SG_TEST_DEPS ?? path.resolve(here, '..'), 'fc', 'package.json'));
   try {
     const ci = await import(pathToFileURL(req.resolve('@e2b/code-interpreter')).href);
     const e2b = await import(pathToFileURL(req.resolve('e2b')).href);

@@ -33,7 +33,7 @@ let httpSdk = null;
 export async function httpSdkLoad() {
   if (httpSdk) return httpSdk;
   const base = await sdk();
-  const req = createRequire(path.resolve(here, '..', 'package.json'));
+  const req = createRequire(path.join(process.env.SG_TEST_DEPS ?? path.resolve(here, '..'), 'package.json'));
   const mod = await import(pathToFileURL(req.resolve('@modelcontextprotocol/sdk/client/streamableHttp.js')).href);
   httpSdk = { ...base, StreamableHTTPClientTransport: mod.StreamableHTTPClientTransport };
   return httpSdk;

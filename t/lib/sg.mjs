@@ -6,7 +6,8 @@
 //   SG_TEST_SRCDIR, SG_TEST_BUILDDIR
 // Optional:
 //   SG_TEST_KEEP=1       keep the per-test temp directory (server stderr, state)
-//   SG_NODE_MODULES      where @modelcontextprotocol/sdk is (default t/node_modules)
+//   SG_NODE_MODULES      where @modelcontextprotocol/sdk is (default $SG_TEST_DEPS/node_modules)
+//   SG_TEST_DEPS         the folder of the tests' Node packages (default t/ of the source tree)
 //
 // Every test gets its own HOME, XDG_STATE_HOME and XDG_CONFIG_HOME under a temp
 // directory, so sandgate's state never leaks between tests.  Everything a test
@@ -79,7 +80,7 @@ export async function sdk() {
   if (sdkCache) return sdkCache;
   const base = process.env.SG_NODE_MODULES
     ? path.resolve(process.env.SG_NODE_MODULES, '..')
-    : path.resolve(here, '..');
+    : path.resolve(process.env.SG_TEST_DEPS ?? path.resolve(here, '..'));
   const req = createRequire(path.join(base, 'package.json'));
   const load = async (spec) => import(pathToFileURL(req.resolve(spec)).href);
   try {

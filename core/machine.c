@@ -717,6 +717,42 @@ int sg_m_stream_close(struct sg_entry *e, struct sg_stream *st, int *exit_code)
 	return e->m.backend->stream_close(st, exit_code);
 }
 
+int sg_m_stream_open_status(struct sg_entry *e, const struct sg_exec_req *req, int status_fd,
+			    struct sg_stream **out, struct sg_err *err)
+{
+	const struct sg_backend *b;
+
+	CHECK_ENTRY(e);
+	b = e->m.backend;
+	*out = NULL;
+	/* Without read_ch the status bytes could not be told from output. */
+	if (!SG_HAS(b, stream_open_status) || !SG_HAS(b, stream_read_ch) ||
+	    !SG_HAS(b, stream_write) || !SG_HAS(b, stream_close))
+		return sg_errf(err, SG_E_NOTSUP, "backend '%s' has no streams with a status fd", b->name);
+	sg_err_clear(err);
+	sg_machine_touch(e);
+	if (b->stream_open_status(&e->m, req, status_fd, out, err) < 0)
+		return slot_failed(e, err, "opening a shell");
+	return 0;
+}
+
+ssize_t sg_m_stream_read_ch(struct sg_entry *e, struct sg_stream *st, void *p, size_t n,
+			    int timeout_ms, int *channel, struct sg_err *err)
+{
+	ssize_t r;
+
+	CHECK_ENTRY(e);
+	if (!SG_HAS(e->m.backend, stream_read_ch))
+		return sg_errf(err, SG_E_NOTSUP, "backend '%s' has no stream channels",
+			       e->m.backend->name);
+	sg_err_clear(err);
+	*channel = SG_STREAM_OUTPUT;
+	r = e->m.backend->stream_read_ch(st, p, n, timeout_ms, channel, err);
+	if (r < 0 && err && err->code == SG_E_OK)
+		sg_errf(err, SG_E_IO, "reading from a shell on sandbox '%s' failed", e->m.id);
+	return r;
+}
+
 int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_call *call,
 		  struct sg_code_result *res, struct sg_err *err)
 {
@@ -753,6 +789,11 @@ int sg_machine_start_async(void (*fn)(void))
 	}
 	start_thread_started = true;
 	return 0;
+}
+
+void sg_machine_wait_ready(void)
+{
+	wait_ready();
 }
 
 void sg_machine_start_join(void)

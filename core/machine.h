@@ -93,6 +93,9 @@ void sg_machine_adopt_orphans(void);
  * sg_machine_start_join() waits for the thread. */
 int sg_machine_start_async(void (*fn)(void));
 void sg_machine_start_join(void);
+/* Blocks until that startup function returned (at once when none runs), so
+ * a caller that lists the loaded plugins sees all of them. */
+void sg_machine_wait_ready(void);
 
 /* Destroys every ephemeral machine whose expiry passed.  Returns how many. */
 int sg_machine_reap_expired(void);
@@ -126,6 +129,16 @@ ssize_t sg_m_stream_write(struct sg_entry *e, struct sg_stream *st, const void *
 ssize_t sg_m_stream_read(struct sg_entry *e, struct sg_stream *st, void *p, size_t n,
 			 int timeout_ms, struct sg_err *err);
 int sg_m_stream_close(struct sg_entry *e, struct sg_stream *st, int *exit_code);
+/* A stream whose process also has `status_fd` open on a channel of its own
+ * (ABI 1.1).  SG_E_NOTSUP when the backend lacks the slots or this machine
+ * cannot do it now (Docker without its runner): use sg_m_stream_open.
+ * Write and close it with the wrappers above. */
+int sg_m_stream_open_status(struct sg_entry *e, const struct sg_exec_req *req, int status_fd,
+			    struct sg_stream **out, struct sg_err *err);
+/* As sg_m_stream_read, each call returning bytes of one channel, named in
+ * *channel (enum sg_stream_channel).  Not a use either. */
+ssize_t sg_m_stream_read_ch(struct sg_entry *e, struct sg_stream *st, void *p, size_t n,
+			    int timeout_ms, int *channel, struct sg_err *err);
 int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_call *call,
 		  struct sg_code_result *res, struct sg_err *err);
 

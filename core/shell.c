@@ -32,6 +32,8 @@
 #define SHELL_CMD_MAX      (1u << 20)
 #define SHELL_KILL_ROUNDS  5
 #define SHELL_SCAN_MAX     8192     /* junk kept while looking for a marker */
+#define SHELL_STATUS_FD    3        /* the shell's completion channel (status_fd mode) */
+#define SHELL_LINE_MAX     256      /* a status line longer than this is junk */
 
 /* bash when there is one; job control needs it, sh is a fallback. */
 #define SHELL_LAUNCH \
@@ -84,10 +86,14 @@ struct sg_shell {
 	pthread_cond_t cond;
 	enum sh_state state;
 	enum sh_phase phase;
+	/* Markers on fd 3 (the stream's status channel) rather than in the
+	 * output; set by shell_start before the reader runs. */
+	bool status_mode;
 	long bash_pid;
 	char file[48];              /* where commands are written in the machine */
 	char nonce[33];
-	struct sg_buf scan;         /* bytes not yet classified */
+	struct sg_buf scan;         /* bytes not yet classified (in-band mode) */
+	struct sg_buf sline;        /* status channel bytes short of a line */
 	struct headtail out;
 	size_t max_output;
 	bool completed;
@@ -404,6 +410,82 @@ static void feed(struct sg_shell *sh, const char *p, size_t n)
 		;
 }
 
+/* ---- the reader in status_fd mode ------------------------------------------------- */
+
+/* Output channel: nothing but output, so no scanning.  It counts from the
+ * moment the command was begun, not from its start marker: the runner
+ * orders output written before a status write ahead of it, but output
+ * written after one may overtake it, so waiting for "S" could drop the
+ * command's first bytes.  Idle and booting shells drop (background chatter). */
+static void feed_output(struct sg_shell *sh, const char *p, size_t n)
+{
+	if (sh->phase == PH_START || sh->phase == PH_JOBS || sh->phase == PH_CMD)
+		ht_add(&sh->out, p, n);
+}
+
+/* Appends one `jobs -p` line to the job list, space-separated. */
+static void jobs_add(struct sg_shell *sh, const char *l)
+{
+	size_t len = strlen(sh->jobs);
+
+	snprintf(sh->jobs + len, sizeof(sh->jobs) - len, "%s%s", len ? " " : "", l);
+}
+
+/* One line of the status channel, NUL-terminated.  Only bash's own protocol
+ * writes there (a command runs with fd 3 closed); the nonce still has to
+ * match, so a stale or stray line never ends a command. */
+static void status_line(struct sg_shell *sh, const char *l)
+{
+	size_t k = strlen(sh->nonce);
+	char tag;
+
+	if (strncmp(l, sh->nonce, k) || l[k] != ':') {
+		if (sh->phase == PH_JOBS && *l)
+			jobs_add(sh, l); /* a pid from jobs -p */
+		return;
+	}
+	tag = l[k + 1];
+	if (tag == 'B' && sh->phase == PH_BOOT && l[k + 2] == ':') {
+		sh->bash_pid = strtol(l + k + 3, NULL, 10);
+		sh->phase = PH_NONE;
+		sh->state = SH_IDLE;
+	} else if (tag == 'S' && sh->phase == PH_START) {
+		sh->jobs[0] = '\0';
+		sh->phase = PH_JOBS;
+	} else if (tag == 'J' && sh->phase == PH_JOBS) {
+		sh->phase = PH_CMD;
+	} else if (tag == 'E' && l[k + 2] == ':' &&
+		   (sh->phase == PH_START || sh->phase == PH_JOBS || sh->phase == PH_CMD)) {
+		/* Everything the command wrote is in already: the runner sends
+		 * output written before a status write ahead of it. */
+		sh->exit_code = (int)strtol(l + k + 3, NULL, 10);
+		sh->completed = true;
+		sh->phase = PH_DONE;
+	}
+}
+
+/* Status channel: bytes come in pieces; whole lines are handled. */
+static void feed_status(struct sg_shell *sh, const char *p, size_t n)
+{
+	char line[SHELL_LINE_MAX + 1];
+	const char *nl;
+	size_t len;
+
+	if (sg_buf_append(&sh->sline, p, n) < 0)
+		abort();
+	while (sh->sline.len && (nl = memchr(sh->sline.data, '\n', sh->sline.len)) != NULL) {
+		len = (size_t)(nl - sh->sline.data);
+		if (len <= SHELL_LINE_MAX) {
+			memcpy(line, sh->sline.data, len);
+			line[len] = '\0';
+			status_line(sh, line);
+		}
+		scan_drop(&sh->sline, len + 1);
+	}
+	if (sh->sline.len > SHELL_LINE_MAX)
+		sh->sline.len = 0; /* no protocol line is this long */
+}
+
 /* The stream ended: close it (for the exit status) and mark the shell dead. */
 static void shell_ended(struct sg_shell *sh, const char *why)
 {
@@ -421,6 +503,7 @@ static void shell_ended(struct sg_shell *sh, const char *why)
 		ht_add(&sh->out, sh->scan.data, sh->scan.len);
 		sh->scan.len = 0;
 	}
+	sh->sline.len = 0;
 	if (sh->state != SH_DEAD) {
 		sh->dead_code = code;
 		snprintf(sh->dead_reason, sizeof(sh->dead_reason), "%s",
@@ -433,15 +516,25 @@ static void shell_ended(struct sg_shell *sh, const char *why)
 		SG_DEBUG("shell %s: stream error: %s", sh->id, why);
 }
 
+/* One read of the stream: *chan is SG_STREAM_STATUS only in status_fd mode. */
+static ssize_t reader_read(struct sg_shell *sh, char *buf, int *chan, struct sg_err *err)
+{
+	*chan = SG_STREAM_OUTPUT;
+	if (sh->status_mode)
+		return sg_m_stream_read_ch(sh->e, sh->stream, buf, SHELL_CHUNK, SHELL_POLL_MS, chan, err);
+	return sg_m_stream_read(sh->e, sh->stream, buf, SHELL_CHUNK, SHELL_POLL_MS, err);
+}
+
 static void *reader_main(void *arg)
 {
 	struct sg_shell *sh = arg;
-	char *buf = sg_xmalloc(SHELL_CHUNK);
+	char *buf = sg_xmalloc(SHELL_CHUNK); /* this thread's; freed below */
 	struct sg_err err;
 	ssize_t r;
+	int chan;
 
 	while (!atomic_load(&sh->stop)) {
-		r = sg_m_stream_read(sh->e, sh->stream, buf, SHELL_CHUNK, SHELL_POLL_MS, &err);
+		r = reader_read(sh, buf, &chan, &err);
 		if (r < 0 && err.code == SG_E_TIMEOUT)
 			continue;
 		if (r <= 0) {
@@ -449,7 +542,12 @@ static void *reader_main(void *arg)
 			break;
 		}
 		pthread_mutex_lock(&sh->lock);
-		feed(sh, buf, (size_t)r);
+		if (!sh->status_mode)
+			feed(sh, buf, (size_t)r);
+		else if (chan == SG_STREAM_STATUS)
+			feed_status(sh, buf, (size_t)r);
+		else
+			feed_output(sh, buf, (size_t)r);
 		pthread_cond_broadcast(&sh->cond);
 		pthread_mutex_unlock(&sh->lock);
 	}
@@ -513,25 +611,65 @@ static void shell_close(struct sg_shell *sh)
 	pthread_mutex_unlock(&sh->life_lock);
 }
 
+/* Opens the shell's stream: with a status fd for the markers when the
+ * machine offers one (Docker with its runner), else, on SG_E_NOTSUP, a
+ * plain stream with in-band markers (SSH, FC, Docker with `runner = false`).  The stream is
+ * the caller's; *status_mode says which it is. */
+static int shell_open(struct sg_shell *sh, struct sg_stream **st, bool *status_mode,
+		      struct sg_err *err)
+{
+	struct sg_exec_req req = { .command = SHELL_LAUNCH };
+	struct sg_err first;
+
+	*status_mode = true;
+	if (sg_m_stream_open_status(sh->e, &req, SHELL_STATUS_FD, st, &first) == 0)
+		return 0;
+	if (first.code != SG_E_NOTSUP) {
+		if (err)
+			*err = first;
+		return -1;
+	}
+	SG_DEBUG("shell %s: in-band markers (%s)", sh->id, first.msg);
+	*status_mode = false;
+	return sg_m_stream_open(sh->e, &req, st, err);
+}
+
+/* The line that sets bash up and reports its pid (the boot marker).  New
+ * string, the caller's. */
+static char *boot_line(const struct sg_shell *sh)
+{
+	/* stderr into stdout in the shell itself, so the order is the shell's;
+	 * job control for process groups; USR2 returns from the sourced file. */
+	static const char setup[] = "exec 2>&1; set -m 2>/dev/null; trap 'return 130 2>/dev/null' USR2; ";
+
+	if (sh->status_mode)
+		return sg_xasprintf("%s: > %s; chmod 600 %s 2>/dev/null; printf '%%s:B:%%s\\n' %s \"$$\" >&%d\n",
+				    setup, sh->file, sh->file, sh->nonce, SHELL_STATUS_FD);
+	return sg_xasprintf("%s: > %s; chmod 600 %s 2>/dev/null; printf '\\037%%s:B:%%s\\n' %s \"$$\"\n",
+			    setup, sh->file, sh->file, sh->nonce);
+}
+
 /* Opens the stream, starts bash with its settings, learns its pid.  Called
  * with state already SH_BOOT (set by the caller under the lock). */
 static int shell_start(struct sg_shell *sh, struct sg_err *err)
 {
-	struct sg_exec_req req = { .command = SHELL_LAUNCH };
 	struct sg_stream *st = NULL;
 	char rnd[13], *line;
+	bool status_mode;
 	int64_t deadline;
 	int rc;
 
-	if (sg_m_stream_open(sh->e, &req, &st, err) < 0)
-		return -1;
 	if (sg_random_hex(rnd, 6) < 0)
 		return sg_errf(err, SG_E_INTERNAL, "no random bytes for a shell file name");
+	if (shell_open(sh, &st, &status_mode, err) < 0)
+		return -1;
 	pthread_mutex_lock(&sh->lock);
 	sh->stream = st;
+	sh->status_mode = status_mode;
 	sh->state = SH_BOOT;
 	sh->phase = PH_BOOT;
 	sh->scan.len = 0;
+	sh->sline.len = 0;
 	sh->bash_pid = 0;
 	sh->killing = false;
 	sh->completed = false;
@@ -550,11 +688,7 @@ static int shell_start(struct sg_shell *sh, struct sg_err *err)
 	}
 	sh->reader_started = true;
 	pthread_mutex_unlock(&sh->life_lock);
-	/* stderr into stdout in the shell itself, so the order is the shell's;
-	 * job control for process groups; USR2 returns from the sourced file. */
-	line = sg_xasprintf("exec 2>&1; set -m 2>/dev/null; trap 'return 130 2>/dev/null' USR2; "
-			    ": > %s; chmod 600 %s 2>/dev/null; printf '\\037%%s:B:%%s\\n' %s \"$$\"\n",
-			    sh->file, sh->file, sh->nonce);
+	line = boot_line(sh);
 	rc = shell_write(sh, line, strlen(line), err);
 	free(line);
 	pthread_mutex_lock(&sh->lock);
@@ -656,6 +790,7 @@ static void shell_free(struct sg_shell *sh)
 {
 	shell_close(sh);
 	sg_buf_release(&sh->scan);
+	sg_buf_release(&sh->sline);
 	sg_buf_release(&sh->out.head);
 	sg_buf_release(&sh->out.tail);
 	json_decref(sh->previous);
@@ -901,14 +1036,27 @@ static void escape_printf(struct sg_buf *b, const char *s)
 	}
 }
 
+/* The line bash reads for one command: the start markers with the job
+ * list, the command into the file, the file sourced, the end marker.  In
+ * status_fd mode the markers and the job list go to fd 3 and the command
+ * runs with fd 3 closed, so nothing it does reaches that channel.  New
+ * string, the caller's. */
 static char *command_line(const struct sg_shell *sh, const char *command)
 {
 	struct sg_buf b = { 0 };
-	char *head = sg_xasprintf("printf '\\037%s:S\\n'; jobs -p; printf '\\037%s:J\\n'; printf '",
-				  sh->nonce, sh->nonce);
-	char *tail = sg_xasprintf("\\n' > %s && . %s < /dev/null; printf '\\037%s:E:%%d\\n' \"$?\"\n",
-				  sh->file, sh->file, sh->nonce);
+	char *head, *tail;
 
+	if (sh->status_mode) {
+		head = sg_xasprintf("{ printf '%s:S\\n'; jobs -p; printf '%s:J\\n'; } >&%d; printf '",
+				    sh->nonce, sh->nonce, SHELL_STATUS_FD);
+		tail = sg_xasprintf("\\n' > %s && . %s %d>&- < /dev/null; printf '%s:E:%%d\\n' \"$?\" >&%d\n",
+				    sh->file, sh->file, SHELL_STATUS_FD, sh->nonce, SHELL_STATUS_FD);
+	} else {
+		head = sg_xasprintf("printf '\\037%s:S\\n'; jobs -p; printf '\\037%s:J\\n'; printf '",
+				    sh->nonce, sh->nonce);
+		tail = sg_xasprintf("\\n' > %s && . %s < /dev/null; printf '\\037%s:E:%%d\\n' \"$?\"\n",
+				    sh->file, sh->file, sh->nonce);
+	}
 	sg_buf_append(&b, head, strlen(head));
 	escape_printf(&b, command);
 	sg_buf_append(&b, tail, strlen(tail));
@@ -991,8 +1139,9 @@ int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct s
 			json_decref(unread);
 			return -1;
 		}
-		pthread_mutex_unlock(&sh->lock);
+		/* Under the lock: a restart by another caller changes nonce and mode. */
 		line = command_line(sh, req->command);
+		pthread_mutex_unlock(&sh->lock);
 		w = shell_write(sh, line, strlen(line), err);
 		free(line);
 		if (w == 0)
@@ -1184,6 +1333,7 @@ json_t *sg_shell_list(struct sg_session *s, const char *machine)
 		json_object_set_new(row, "last_command", sh->last_command[0]
 								 ? json_string(sh->last_command) : json_null());
 		json_object_set_new(row, "bash_pid", sh->bash_pid ? json_integer(sh->bash_pid) : json_null());
+		json_object_set_new(row, "completion", json_string(sh->status_mode ? "status_fd" : "in_band"));
 		if (sh->state == SH_DEAD)
 			json_object_set_new(row, "hint", json_string("bash exited: the next command on it starts a fresh one"));
 		pthread_mutex_unlock(&sh->lock);

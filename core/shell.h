@@ -1,17 +1,26 @@
 /*
  * Persistent shells: one non-interactive bash per shell id, on a machine's
- * interactive stream (Docker attached exec, SSH channel, FC process with
- * stdin), so cwd, exports and functions persist from call to call.
+ * interactive stream (Docker through its runner or an attached exec, SSH
+ * channel, FC process with stdin), so cwd, exports and functions persist
+ * from call to call.
  *
  * Protocol (why it cannot be fooled; doc/sandbox-env.md has the long form):
  *  - A command is written into a per-shell file in the machine with one
  *    printf of octal escapes, then sourced with stdin from /dev/null: reading
  *    stdin, an unterminated quote or a heredoc cannot reach the protocol
  *    line, which bash had parsed in full before the command ran.
- *  - The shell prints "\037<nonce>:S" before and "\037<nonce>:E:<status>"
- *    after it, the nonce being 128 random bits per command that the command
- *    never sees, so its output cannot fake the end.  The end marker is found
- *    anywhere in the stream, so output without a final newline is exact.
+ *  - Completion "status_fd" (the machine answers stream_open_status, e.g.
+ *    Docker with its runner): bash has fd 3 on a channel of its own and
+ *    writes its markers there ("<nonce>:S", the job list, "<nonce>:J",
+ *    then "<nonce>:E:<status>"); the command runs with fd 3 closed.  The
+ *    output channel is output only, and output written before the end
+ *    marker arrives before it, so the result is exact and complete.
+ *  - Completion "in_band" (SG_E_NOTSUP there: SSH and FC today, Docker
+ *    with runner = false): the shell prints "\037<nonce>:S" before and
+ *    "\037<nonce>:E:<status>" after the command in its output.  The nonce
+ *    is 128 random bits per command that the command never sees, so its
+ *    output cannot fake the end.  The end marker is found anywhere in the
+ *    stream, so output without a final newline is exact.
  *  - Job control (set -m) puts each job in its own process group; an
  *    interrupt signals bash (a USR2 trap returns from the sourced file) and
  *    kills the groups the command made, through a separate one-shot exec.
@@ -79,7 +88,7 @@ int sg_shell_remove(struct sg_shell *sh, struct sg_err *err);
 void sg_shell_make_default(struct sg_shell *sh);
 
 /* Rows {shell_id, machine, purpose, status, uptime, last_command,
- * is_default, bash_pid} of the shells on machines visible to s, of
+ * is_default, bash_pid, completion ("status_fd" or "in_band")} of the shells on machines visible to s, of
  * `machine` only when not NULL (an id or name).  New reference. */
 json_t *sg_shell_list(struct sg_session *s, const char *machine);
 /* Ends every shell of machine e (its destruction, ssh_disconnect). */

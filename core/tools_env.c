@@ -555,6 +555,7 @@ static int op_status(struct sg_tool_ctx *t, json_t *p, json_t **result, struct s
 
 	(void)p;
 	(void)err;
+	sg_machine_wait_ready(); /* backends load on a startup thread */
 	*result = json_pack("{s:o, s:o, s:o}", "default_machine",
 			    sg_session_default_get(t->s, def) ? json_string(def) : json_null(), "machines",
 			    machine_rows(t), "shells", sg_shell_list(t->s, NULL));
@@ -749,6 +750,7 @@ static int op_ssh_connect(struct sg_tool_ctx *t, json_t *p, json_t **result, str
 		return -1;
 	if (!valid_name(name))
 		return sg_errf(err, SG_E_INVAL, "name '%.64s' is not valid: use 1 to 63 letters, digits, '-', '_' or '.'", name);
+	sg_machine_wait_ready(); /* ssh.so may still be loading */
 	if (!sg_plugin_find("ssh"))
 		return sg_errf(err, SG_E_NOTSUP, "ssh_connect needs the ssh backend: add ssh to [plugin] load");
 	if (host && *host)
@@ -907,6 +909,9 @@ static int op_help(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_
 	(void)t;
 	(void)p;
 	(void)err;
+	/* Backends load on a startup thread: an early help would miss their
+	 * topics (and read the plugin list while it grows). */
+	sg_machine_wait_ready();
 	for (size_t i = 0; i < n_core_ops; i++) {
 		const char *n = core_ops[i].name;
 
@@ -1033,6 +1038,9 @@ static int tool_env(struct sg_tool_ctx *t, json_t *args, json_t **result, struct
 			goto out;
 		}
 	}
+	/* Past the core: <backend>_help, plugin actions and the list of valid
+	 * ones all need every backend loaded. */
+	sg_machine_wait_ready();
 	n = strlen(action);
 	if (n > 5 && !strcmp(action + n - 5, "_help")) {
 		char name[64];

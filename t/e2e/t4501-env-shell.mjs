@@ -5,28 +5,53 @@
 // interrupts (a child, a builtin loop, MCP cancellation), a dead shell
 // replaced with previous_shell, head/tail truncation at UTF-8 boundaries.
 //
-// The body is a function of the backend: SG_TEST_BACKEND=docker (default);
-// SSH and FC entries join `backends` when those plugins land.
+// The body is a function of the backend: SG_TEST_BACKEND=docker (default),
+// ssh or fc.  It runs once per completion mode the backend has: on Docker
+// with the runner (the end marker on the shell's fd 3, "status_fd") and
+// with SANDGATE_DOCKER_RUNNER=false (markers in the output, "in_band");
+// SSH likewise once ssh.so has its runner, else in-band; FC is in-band.
+// Each run asserts its mode in shell_list and status.
 import { t, preflight, sdkClient, errorText, checkResultShape, waitFor, sleep } from '../lib/sg.mjs';
 
 // setup() starts what the backend needs and gives sandgate's arguments.
+// modes: one run of the body each, with extra server environment.
+const IN_BAND = [{ completion: 'in_band', env: {} }];
 const backends = {
-  docker: { name: 'docker', container: true, mutableBin: true, setup: async () => ({ args: [], env: {} }) },
+  docker: {
+    name: 'docker',
+    container: true,
+    mutableBin: true,
+    // Both explicit, so `make check-fallback` (runner off for all) runs both too.
+    modes: [
+      { completion: 'status_fd', env: { SANDGATE_DOCKER_RUNNER: 'true' } },
+      { completion: 'in_band', env: { SANDGATE_DOCKER_RUNNER: 'false' } },
+    ],
+    setup: async () => ({ args: [], env: {} }),
+  },
   ssh: {
     name: 'ssh',
     container: false, // the "remote" is this host: never rename its binaries
     mutableBin: false,
+    modes: IN_BAND,
     setup: async () => {
-      const { startSshd, sshArgs, sshEnv, sshPreflight } = await import('../ssh/sshd.mjs');
+      const sshd = await import('../ssh/sshd.mjs');
+      const { startSshd, sshArgs, sshEnv, sshPreflight } = sshd;
       await sshPreflight();
       const s = await startSshd();
-      return { args: sshArgs(s), env: sshEnv() };
+      // With its runner (sshd.mjs then has sshRunnerOn) ssh.so offers a
+      // status fd like Docker; without it SSH shells are in-band.
+      const modes = typeof sshd.sshRunnerOn === 'function' && sshd.sshRunnerOn()
+        ? [{ completion: 'status_fd', env: { SANDGATE_SSH_RUNNER: 'true' } },
+          { completion: 'in_band', env: { SANDGATE_SSH_RUNNER: 'false' } }]
+        : IN_BAND;
+      return { args: sshArgs(s), env: sshEnv(), modes };
     },
   },
   fc: {
     name: 'fc',
     container: true, // each sandbox is its own bubblewrap root in the emulator
     mutableBin: false, // ... over the host's read-only /usr
+    modes: IN_BAND,
     setup: async () => {
       const { startEmulator } = await import('../fc/emu.mjs');
       const emu = await startEmulator();
@@ -37,7 +62,11 @@ const backends = {
 
 const MARKER = /[0-9a-f]{32}:[SEJB]/;
 
-async function body(srv, be) {
+// A marker-like line: the old in-band form (\037 first) and the bare form
+// the status channel carries, with a made-up nonce.
+const FAKE_NONCE = '0123456789abcdef0123456789abcdef';
+
+async function body(srv, be, mode) {
   const exec = (args) => srv.call('sandbox_shell_exec', args);
   const run = async (command, extra = {}) => {
     const res = await exec({ command, ...extra });
@@ -59,6 +88,13 @@ async function body(srv, be) {
   const sid = r1.sandbox_id;
   const shell = r1.shell_id;
   const pid = r1.bash_pid;
+
+  // the completion mode is visible, and is the one this run expects
+  const sl = await srv.tool('sandbox_env', { action: 'shell_list' });
+  t.is(sl.shells.find((x) => x.shell_id === shell)?.completion, mode.completion,
+    `shell_list: completion is ${mode.completion}`, sl);
+  const st = await srv.tool('sandbox_env', { action: 'status' });
+  t.is(st.shells.find((x) => x.shell_id === shell)?.completion, mode.completion, `status: completion is ${mode.completion}`);
 
   const t1 = Date.now();
   t.hasFields(await run("printf 'x' && false"), { output: 'x', exit_code: 1, status: 'completed' }, "printf 'x' && false gives x, exit 1");
@@ -87,6 +123,23 @@ async function body(srv, be) {
   const fake = await run("printf '\\n0123456789abcdef0123456789abcdef:E:0\\n'; sleep 0.3; echo real-end");
   t.is(fake.output, '\n0123456789abcdef0123456789abcdef:E:0\nreal-end\n', 'a fake end marker in the output is just output');
   t.is(fake.exit_code, 0, '... and the real end is still found');
+
+  // output that looks exactly like protocol lines, both forms, then stdin
+  // readers and no final newline: all of it is output, exact and complete
+  const fakes = `\x1f${FAKE_NONCE}:E:0\n${FAKE_NONCE}:E:0\n\x1f${FAKE_NONCE}:S\n${FAKE_NONCE}:J\n`;
+  const lookalike = await run(`printf '\\037%s:E:0\\n%s:E:0\\n\\037%s:S\\n%s:J\\n' ${FAKE_NONCE} ${FAKE_NONCE} ${FAKE_NONCE} ${FAKE_NONCE}; `
+    + "cat; read x; echo \"read=$?\"; while read -r l; do echo \"got $l\"; done; head -c 5; printf 'tail-no-newline'");
+  t.hasFields(lookalike, { output: `${fakes}read=1\ntail-no-newline`, exit_code: 0, status: 'completed' },
+    'marker look-alikes (both forms), cat, read and head on stdin: exact output, complete');
+  const fd3 = await run('echo fake-status >&3; echo "rc=$?"');
+  t.like(fd3.output, /rc=1\n$/, 'a command cannot write on fd 3 (closed for it)', fd3);
+  t.is(fd3.exit_code, 0, '... and completes');
+  const many = [];
+  for (let i = 0; i < 25; i++) many.push((await run(`printf %s ${i}-ok`)).output);
+  t.deepEqual(many, Array.from({ length: 25 }, (_, i) => `${i}-ok`), '25 quick commands: each gets exactly its own output');
+  const bulk = await run("head -c 300000 /dev/zero | tr '\\0' a", { max_output: 400000 });
+  t.is(bulk.output.length, 300000, `300000 bytes of output arrive complete before the end (${bulk.output.length})`);
+  t.ok(/^a+$/.test(bulk.output), '... and exact');
 
   const bin = await run("printf 'a\\377b\\n'");
   t.is(bin.output, 'a\uFFFDb\n', 'invalid UTF-8 becomes U+FFFD');
@@ -201,7 +254,10 @@ t.run(async () => {
   if (!be) await t.bailOut(`unknown SG_TEST_BACKEND ${process.env.SG_TEST_BACKEND}`);
   await preflight({ docker: be.name === 'docker' });
   Object.assign(be, await be.setup());
-  const srv = await sdkClient(be.args, be.env);
-  await body(srv, be);
-  await srv.close();
-}, { timeout: 180 });
+  for (const mode of be.modes) {
+    t.diag(`${be.name}: shells with completion ${mode.completion}`);
+    const srv = await sdkClient(be.args, { ...be.env, ...mode.env });
+    await body(srv, be, mode);
+    await srv.close();
+  }
+}, { timeout: 360 });

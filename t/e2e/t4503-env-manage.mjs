@@ -1,12 +1,13 @@
 // sandbox_env: help (core operations, one <backend>_help per plugin from its
-// action table), status, machine_list, default_set, shell_new / shell_list /
-// shell_remove, unknown actions; one registry and one default for both tool
+// action table, also as the very first call while backends still load),
+// status, machine_list, default_set, shell_new / shell_list / shell_remove,
+// unknown actions; one registry and one default for both tool
 // families; persistent machines: named, owned by the credential, kept after
 // the session ends and found by the next sandgate process; ephemeral
 // sandboxes stay private to their session.
 //
 // The body is a function of the backend (SG_TEST_BACKEND, default docker).
-import { t, preflight, sdkClient, errorText, docker, trackSandbox } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, rawServer, resultData, errorText, docker, trackSandbox } from '../lib/sg.mjs';
 
 // setup() starts what the backend needs and gives sandgate's arguments.
 const backends = {
@@ -33,6 +34,29 @@ const backends = {
     },
   },
 };
+
+// help as the very first call, pipelined behind initialize: the backends
+// load on a startup thread, and help must wait for them rather than list
+// none.  A few fresh servers, since the race is a matter of timing.
+async function earlyHelp(be) {
+  let missing = 0;
+  let topicErrors = 0;
+  const runs = 6;
+  for (let i = 0; i < runs; i++) {
+    const raw = await rawServer(be.args, be.env, { name: `early help ${i}` });
+    raw.sendRequest('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'early', version: '1' } }, 'init');
+    raw.notify('notifications/initialized');
+    raw.sendRequest('tools/call', { name: 'sandbox_env', arguments: { action: 'help' } }, 'help');
+    raw.sendRequest('tools/call', { name: 'sandbox_env', arguments: { action: `${be.name}_help` } }, 'topic');
+    const help = await raw.response('help');
+    const topic = await raw.response('topic');
+    if (!(`${be.name}_help` in (resultData(help?.msg?.result)?.more_help ?? {}))) missing++;
+    if (!topic || topic.msg.result?.isError) topicErrors++;
+    await raw.close();
+  }
+  t.is(missing, 0, `help as the first call lists ${be.name}_help (${runs} fresh servers)`);
+  t.is(topicErrors, 0, `${be.name}_help as the first call answers (${runs} fresh servers)`);
+}
 
 const env = (srv, action, params) => srv.tool('sandbox_env', params === undefined ? { action } : { action, params });
 
@@ -132,6 +156,7 @@ t.run(async () => {
   if (!be) await t.bailOut(`unknown SG_TEST_BACKEND ${process.env.SG_TEST_BACKEND}`);
   await preflight({ docker: be.name === 'docker' });
   Object.assign(be, await be.setup());
+  await earlyHelp(be);
   const srv = await sdkClient(be.args, be.env);
   const { sid, name, pid } = await body(srv, be);
 

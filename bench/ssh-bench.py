@@ -1,35 +1,50 @@
 #!/usr/bin/env python3
-"""sandgate on SSH next to OpenSSH's own connection reuse, in one run.
+"""run_command on SSH: ssh.so with its runner, ssh.so on plain exec, and
+OpenSSH's own connection reuse, side by side in one run.
 
-Starts a throwaway sshd (t/ssh/sshd-fixture.sh), then reports p50/p99 of
-run_command "true" through `sandgate stdio` (ssh.so, one pooled libssh2
-connection) next to `ssh -o ControlMaster=auto -o ControlPath=...
--o ControlPersist=60 ... true` reusing a master connection, same host, same
-user, same login shell (the fixture's sshd sets SHLVL=1, so bash skips
-~/.bashrc on both sides).  The ssh column includes starting the ssh client
-process, which is what a script that shells out to ssh pays.  Also: connect
-time (the first call) and 8 concurrent calls.  Not part of `make check`;
-shared machines drift, so compare within one run.
+Starts a throwaway sshd (t/ssh/sshd-fixture.sh) and, for each of the commands
+"true" and "echo hi", measures p50/p99 in ms of:
+  runner      run_command through `sandgate stdio` on ssh.so (the default:
+              sandgate-runner on the host, one channel for every command)
+  plain       the same with --set ssh.runner=false (a channel, an exec request
+              and a login shell per command, on a pooled libssh2 connection)
+  ssh_cm      `ssh -o ControlMaster=auto -o ControlPath=... -o ControlPersist=60
+              ... <command>` reusing a master connection: what a script that
+              shells out to ssh pays, starting the ssh client process included
+  raw_runner  a SPAWN round trip on the runner's own protocol over one
+              `ssh ... sandgate-runner --stdio` channel (the master's): the
+              floor of the runner path without MCP, JSON and libssh2
+Calls are interleaved (one of each per round), so drift hits all alike.  Same
+host, same user, same login shell (the fixture's sshd sets SHLVL=1, so bash
+skips ~/.bashrc everywhere).  Also: 8 concurrent calls on each sandgate path,
+and the one-time costs (connect + create_sandbox; the runner's upload and
+start, from sandgate's log).  Target (doc/performance.md): runner p50 <= 5 ms.
+Not part of `make check`; shared machines drift, so compare within one run.
 
 usage: bench/ssh-bench.py [-n 200] [--sandgate ./sandgate] [--plugins .libs]
+                          [--runner ./sandgate-runner] [--json]
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
+import argparse, json, os, re, shutil, statistics, struct, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "t", "ssh", "sshd-fixture.sh")
+COMMANDS = ["true", "echo hi"]
 
 
 class Server:
     """A sandgate stdio process spoken to with raw JSON-RPC lines."""
 
-    def __init__(self, cmd, env):
+    def __init__(self, cmd, env, stderr_path):
+        self.err = open(stderr_path, "wb")
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
+                                  stderr=self.err, env=env)
         self.id = 0
         self.lock = threading.Lock()
         self.waiting = {}
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "ssh-bench", "version": "1"}})
 
     def _read(self):
         for line in self.p.stdout:
@@ -66,6 +81,56 @@ class Server:
     def close(self):
         self.p.stdin.close()
         self.p.wait(30)
+        self.err.close()
+
+
+class RawRunner:
+    """sandgate-runner --stdio on one ssh channel, driven with its frames
+    (doc/runner-protocol.md): HELLO, then SPAWN and wait for EXIT."""
+
+    def __init__(self, ssh, path):
+        self.p = subprocess.Popen(ssh + [path, "--stdio"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, bufsize=0)
+        self.id = 0
+        self.frame(0x01, 0, self.field(1, struct.pack(">I", 1 << 16)))
+        t, _, _ = self.read_frame()
+        if t != 0x81:
+            raise RuntimeError(f"no HELLO from the runner (frame 0x{t:02x})")
+
+    @staticmethod
+    def field(tag, value):
+        return struct.pack(">HI", tag, len(value)) + value
+
+    def frame(self, ftype, rid, payload):
+        self.p.stdin.write(struct.pack(">IBBHI", len(payload), ftype, 0, 0, rid) + payload)
+
+    def read_exact(self, n):
+        b = b""
+        while len(b) < n:
+            c = self.p.stdout.read(n - len(b))
+            if not c:
+                raise RuntimeError("the runner's stream ended")
+            b += c
+        return b
+
+    def read_frame(self):
+        n, ftype, _, _, rid = struct.unpack(">IBBHI", self.read_exact(12))
+        return ftype, rid, self.read_exact(n)
+
+    def run(self, command):
+        """The argv ssh.so sends: /bin/sh -c <command>."""
+        self.id += 1
+        payload = b"".join(self.field(11, a.encode()) for a in ("/bin/sh", "-c", command))
+        payload += self.field(15, struct.pack(">I", 1000))
+        self.frame(0x02, self.id, payload)
+        while True:
+            ftype, rid, _ = self.read_frame()
+            if rid == self.id and ftype in (0x87, 0x88):
+                return
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(10)
 
 
 def pct(xs, p):
@@ -73,9 +138,38 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def row(name, xs):
-    print(f"  {name:<44} p50 {pct(xs, 50):7.2f} ms   p99 {pct(xs, 99):7.2f} ms   "
-          f"mean {statistics.mean(xs):7.2f} ms   n={len(xs)}")
+def stats(xs):
+    return {"p50": round(pct(xs, 50), 2), "p99": round(pct(xs, 99), 2),
+            "mean": round(statistics.mean(xs), 2), "n": len(xs)}
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+def concurrent(srv, rounds, width=8):
+    out = []
+    lock = threading.Lock()
+
+    def one():
+        ms = timed(lambda: srv.tool("run_command", {"command": "true"}))
+        with lock:
+            out.append(ms)
+    for _ in range(rounds):
+        ths = [threading.Thread(target=one) for _ in range(width)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+    return out
+
+
+def runner_start_ms(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        m = re.search(r"runner \S+ on \S+: pid \d+, build [0-9a-f]+, started in (\d+) ms", f.read())
+    return int(m.group(1)) if m else None
 
 
 def main():
@@ -83,6 +177,8 @@ def main():
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--sandgate", default=os.environ.get("SANDGATE_BIN", "./sandgate"))
     ap.add_argument("--plugins", default=os.environ.get("SANDGATE_PLUGIN_DIR", ".libs"))
+    ap.add_argument("--runner", default="./sandgate-runner", help="for raw_runner")
+    ap.add_argument("--json", action="store_true", help="JSON only")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="sg-ssh-bench-")
     fx = os.path.join(tmp, "sshd")
@@ -95,66 +191,78 @@ def main():
     env = dict(os.environ, HOME=os.path.join(tmp, "home"), XDG_STATE_HOME=os.path.join(tmp, "state"),
                SANDGATE_PLUGIN_DIR=os.path.abspath(a.plugins))
     env.pop("SSH_AUTH_SOCK", None)
+    env.pop("SANDGATE_SSH_RUNNER", None)
     os.makedirs(env["HOME"], exist_ok=True)
-    srv = None
+    base = [a.sandgate, "--config", ready["ini"], "--set", "plugin.load=ssh",
+            "--set", "sandbox.default_backend=ssh", "--set", "log.level=info"]
+    servers, raw = {}, None
+    out = {"host": f"{user}@127.0.0.1:{port}", "n": a.n, "load_start": os.getloadavg()[0]}
     try:
-        # OpenSSH, master connection reused
-        t0 = time.perf_counter()
-        subprocess.run(ssh + ["true"], check=True)
-        ssh_first = (time.perf_counter() - t0) * 1000
-        for _ in range(3):
-            subprocess.run(ssh + ["true"], check=True)
-        ssh_ms = []
-        for _ in range(a.n):
-            t0 = time.perf_counter()
-            subprocess.run(ssh + ["true"], check=True)
-            ssh_ms.append((time.perf_counter() - t0) * 1000)
+        ssh_first = timed(lambda: subprocess.run(ssh + ["true"], check=True))
+        for name, extra in (("runner", []), ("plain", ["--set", "ssh.runner=false"])):
+            srv = Server(base + extra + ["stdio"], env, os.path.join(tmp, f"{name}.stderr"))
+            servers[name] = srv
+            out[f"{name}_create_ms"] = round(timed(lambda: srv.tool("create_sandbox", {})), 1)
+            out[f"{name}_first_command_ms"] = round(
+                timed(lambda: srv.tool("run_command", {"command": "true"})), 1)
+        out["runner_start_ms"] = runner_start_ms(os.path.join(tmp, "runner.stderr"))
+        out["ssh_first_ms"] = round(ssh_first, 1)
+        raw = RawRunner(ssh, os.path.abspath(a.runner))
 
-        # sandgate stdio on ssh.so
-        srv = Server([a.sandgate, "--config", ready["ini"], "--set", "plugin.load=ssh",
-                      "--set", "sandbox.default_backend=ssh", "stdio"], env)
-        srv.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                "clientInfo": {"name": "ssh-bench", "version": "1"}})
-        t0 = time.perf_counter()
-        srv.tool("create_sandbox", {})
-        sg_first = (time.perf_counter() - t0) * 1000
-        for _ in range(3):
-            srv.tool("run_command", {"command": "true"})
-        sg_ms = []
-        for _ in range(a.n):
-            t0 = time.perf_counter()
-            r = srv.tool("run_command", {"command": "true"})
-            sg_ms.append((time.perf_counter() - t0) * 1000)
-            assert r["exit_code"] == 0
-        conc = []
-
-        def one():
-            t1 = time.perf_counter()
-            srv.tool("run_command", {"command": "true"})
-            conc.append((time.perf_counter() - t1) * 1000)
-        for _ in range(max(1, a.n // 8)):
-            ths = [threading.Thread(target=one) for _ in range(8)]
-            for th in ths:
-                th.start()
-            for th in ths:
-                th.join()
-
-        print(f"run_command \"true\" on {user}@127.0.0.1:{port} (login shell without rc files), "
-              f"{a.n} calls each after 3 warm-up calls")
-        row("ssh ControlMaster=auto (master reused)", ssh_ms)
-        row("sandgate stdio, ssh.so (pooled connection)", sg_ms)
-        row("sandgate, 8 concurrent calls (each)", conc)
-        print(f"  ratio sandgate/ssh: p50 {pct(sg_ms, 50) / pct(ssh_ms, 50):.2f}x, "
-              f"p99 {pct(sg_ms, 99) / pct(ssh_ms, 99):.2f}x; difference p50 "
-              f"{pct(sg_ms, 50) - pct(ssh_ms, 50):+.2f} ms")
-        print(f"  first call: ssh (connect + auth + command) {ssh_first:.1f} ms, "
-              f"sandgate create_sandbox (connect + auth + mkdir) {sg_first:.1f} ms")
+        paths = {
+            "runner": lambda c: servers["runner"].tool("run_command", {"command": c}),
+            "plain": lambda c: servers["plain"].tool("run_command", {"command": c}),
+            "ssh_cm": lambda c: subprocess.run(ssh + [c], check=True, stdout=subprocess.DEVNULL),
+            "raw_runner": lambda c: raw.run(c),
+        }
+        res = {c: {p: [] for p in paths} for c in COMMANDS}
+        for i in range(a.n + 5):  # 5 warm-up rounds, not counted
+            for c in COMMANDS:
+                for p, fn in paths.items():
+                    ms = timed(lambda: fn(c))
+                    if i >= 5:
+                        res[c][p].append(ms)
+        out["commands"] = {c: {p: stats(xs) for p, xs in res[c].items()} for c in COMMANDS}
+        rounds = max(1, a.n // 8)
+        out["concurrent8"] = {p: stats(concurrent(servers[p], rounds)) for p in ("runner", "plain")}
+        out["load_end"] = os.getloadavg()[0]
+        out["ratios_p50"] = {}
+        for c in COMMANDS:
+            r = out["commands"][c]
+            out["ratios_p50"][c] = {"plain_over_runner": round(r["plain"]["p50"] / r["runner"]["p50"], 1),
+                                    "ssh_cm_over_runner": round(r["ssh_cm"]["p50"] / r["runner"]["p50"], 1)}
+        ok = all(out["commands"][c]["runner"]["p50"] <= 5.0 for c in COMMANDS)
+        out["target_met"] = ok
     finally:
-        if srv:
+        if raw:
+            raw.close()
+        for srv in servers.values():
             srv.close()
         subprocess.run(ssh[:-1] + ["-O", "exit", ssh[-1]], stderr=subprocess.DEVNULL)
         subprocess.run(["sh", FIXTURE, "stop", fx])
         shutil.rmtree(tmp, ignore_errors=True)
+
+    if a.json:
+        print(json.dumps(out, indent=2))
+        return 0 if ok else 1
+    print(f"run_command on {out['host']} (login shell without rc files), n = {a.n} per cell, "
+          f"interleaved; load average {out['load_start']:.1f} -> {out['load_end']:.1f}")
+    print(f"  {'command':<9} {'path':<11} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for c in COMMANDS:
+        for p, s in out["commands"][c].items():
+            print(f"  {c:<9} {p:<11} {s['p50']:8.2f} {s['p99']:8.2f} {s['mean']:8.2f}")
+        r = out["ratios_p50"][c]
+        print(f"  {c:<9} plain/runner p50 {r['plain_over_runner']}x, "
+              f"ssh_cm/runner p50 {r['ssh_cm_over_runner']}x")
+    for p, s in out["concurrent8"].items():
+        print(f"  8 concurrent 'true', {p:<6} (each): p50 {s['p50']:.2f} ms, p99 {s['p99']:.2f} ms, n={s['n']}")
+    print(f"  one-time: create_sandbox (connect + auth + mkdir) {out['runner_create_ms']} ms; first "
+          f"command with the runner {out['runner_first_command_ms']} ms (runner upload + start "
+          f"{out['runner_start_ms']} ms), on plain exec {out['plain_first_command_ms']} ms; "
+          f"first ssh (connect + auth + true) {out['ssh_first_ms']} ms")
+    print(f"target (runner p50 <= 5 ms): {'met' if ok else 'NOT met'}")
+    print(json.dumps(out))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

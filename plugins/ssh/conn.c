@@ -171,6 +171,14 @@ static int ssh_op_sleep(struct ssh_op *op, bool sock)
 		ssh_conn_keepalive(c, now);
 	if (c->broken)
 		return ssh_op_stop(op, SSH_STOP_BROKEN);
+	/* This op's own calls may have taken in what it waits for: reading
+	 * stderr queues stdout's data that came with it, and the socket is
+	 * empty then.  The kicks spare the op that read, so look again. */
+	if (sock && c->rx != op->rx_seen) {
+		op->rx_seen = c->rx;
+		ssh_conn_settle(c, op);
+		return 0;
+	}
 	pfd[n++] = (struct pollfd){ .fd = op->efd, .events = POLLIN };
 	/* While another op owns the send side this one may not call libssh2
 	 * at all: watching the socket would only spin. */
@@ -199,6 +207,10 @@ static int ssh_op_sleep(struct ssh_op *op, bool sock)
 	ssh_op_unregister(op);
 	while (read(op->efd, &junk, sizeof(junk)) > 0)
 		;
+	/* What others took in meanwhile, they kicked us for: the retry sees it.
+	 * (After a wait for the send side, our own earlier calls still count.) */
+	if (sock)
+		op->rx_seen = c->rx;
 	return 0;
 }
 
@@ -220,6 +232,7 @@ int ssh_op_pend(struct ssh_op *op)
 int ssh_op_begin(struct ssh_op *op)
 {
 	pthread_mutex_lock(&op->c->lock);
+	op->rx_seen = op->c->rx;
 	while (op->c->out_owner && op->c->out_owner != op)
 		if (ssh_op_sleep(op, false) < 0)
 			return -1;
@@ -557,6 +570,7 @@ struct ssh_pool *ssh_pool_get(struct ssh_ctx *ctx, const char *name, struct sg_e
 	p->ctx = ctx;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	ssh_runner_pool_init(p);
 	p->next = ctx->pools;
 	ctx->pools = p;
 out:
@@ -585,6 +599,34 @@ static bool ssh_conn_gone(const struct ssh_conn *c)
 	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+bool ssh_conn_dropped(struct ssh_conn *c, char *why, size_t n)
+{
+	bool gone;
+
+	pthread_mutex_lock(&c->lock);
+	/* A server that went away while nobody read the socket: say so now,
+	 * not at the next call. */
+	if (!c->broken && ssh_conn_gone(c))
+		ssh_conn_break(c, "the server closed the connection");
+	gone = c->broken;
+	if (gone && why)
+		snprintf(why, n, "%s", c->broken_why);
+	pthread_mutex_unlock(&c->lock);
+	return gone;
+}
+
+bool ssh_pool_connected(struct ssh_pool *p)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&p->lock);
+	/* Listed connections are not broken: ssh_conn_break() delists. */
+	for (struct ssh_conn *c = p->conns; c && !any; c = c->next)
+		any = !ssh_conn_gone(c);
+	pthread_mutex_unlock(&p->lock);
+	return any;
 }
 
 /* Takes c off the list (pool lock held); returns it when that dropped the

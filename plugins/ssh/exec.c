@@ -204,6 +204,16 @@ void ssh_kill_group(struct ssh_pool *p, long pgid)
 
 /* ---- starting -------------------------------------------------------------------------- */
 
+int ssh_env_check(const struct sg_host_api *host, const char *const *env, struct sg_err *err)
+{
+	for (const char *const *e = env; e && *e; e++)
+		if (!ssh_env_name_ok(*e))
+			return host->errf(err, SG_E_INVAL,
+					  "environment variable '%.60s' is not NAME=VALUE with a name of letters, digits and '_'",
+					  *e);
+	return 0;
+}
+
 char **ssh_env_merge(const char *const *a, const char *const *b)
 {
 	size_t n = 0, i = 0;
@@ -467,7 +477,8 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 				     .cap = r->cap ? r->cap : SG_OUTPUT_CAP_DEFAULT,
 				     .want_marker = true };
 	struct ssh_pump pm = { .stop = SSH_GO };
-	int64_t start = ssh_now_ms() + (int64_t)p->target.connect_timeout_s * 1000 + SSH_START_MS;
+	int64_t start = ssh_now_ms() + (r->start_ms ? (int64_t)r->start_ms :
+					(int64_t)p->target.connect_timeout_s * 1000 + SSH_START_MS);
 	LIBSSH2_CHANNEL *ch = NULL;
 	struct ssh_conn *c = NULL;
 	struct ssh_op op;
@@ -548,6 +559,9 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 	host = sm->ctx->host;
 	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
 		return host->errf(err, SG_E_INVAL, "exec: give exactly one of command and argv (a non-empty vector)");
+	/* Checked here so that the runner and plain exec refuse the same. */
+	if (ssh_env_check(host, req->env, err) < 0)
+		return -1;
 	if ((sm->env || req->env) && !(env = ssh_env_merge((const char *const *)sm->env, req->env)))
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	r = (struct ssh_run){
@@ -559,7 +573,9 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 		.cap = req->output_cap ? req->output_cap : SG_OUTPUT_CAP_DEFAULT,
 		.group = true,
 	};
-	rc = ssh_run(sm->pool, &r, call, res, err);
+	rc = ssh_rexec(sm->pool, &r, call, res, err);
+	if (rc == 1)
+		rc = ssh_run(sm->pool, &r, call, res, err);
 	if (rc < 0 && err && err->code == SG_E_NOTFOUND && strcmp(r.cwd, m->workspace) == 0)
 		host->errf(err, SG_E_GONE,
 			   "ssh: the working directory %s of sandbox '%s' is gone from %s (removed outside sandgate)",

@@ -840,6 +840,15 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	return rc;
 }
 
+int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t len,
+		 unsigned mode, struct sg_err *err)
+{
+	struct sg_write_opts wo = { .mode = mode, .no_mkdir = true };
+	struct ssh_write_args wa = { .path = path, .data = data, .len = len, .opts = &wo };
+
+	return ssh_sftp_with(p, NULL, ssh_write_fn, &wa, err);
+}
+
 int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, json_t **entries,
 		  struct sg_err *err)
 {

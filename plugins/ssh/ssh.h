@@ -13,6 +13,9 @@
  *   stream.c   interactive streams (stdin open, stderr merged)
  *   sftp.c     files through SFTP
  *   machine.c  sandboxes: working directories under the root, state files
+ *   runner.c   sandgate-runner on each target: upload, start, restart,
+ *              fallback, removal; its channel as the runner's transport
+ *   rexec.c    commands and streams through the runner
  *
  * Threading model.  A libssh2 session is not thread-safe, and in
  * non-blocking mode one session carries many channels.  Every call into
@@ -38,6 +41,9 @@
 #include <libssh2_sftp.h>
 
 #include <sandgate/plugin.h>
+
+#include "plugins/runner/binary.h"
+#include "plugins/runner/client.h"
 
 #define SSH_PLUGIN "ssh"
 
@@ -72,6 +78,12 @@ struct ssh_ctx {
 	char nonce[17];                   /* marks the wrapper's line (random per process) */
 	size_t file_cap;
 	pthread_mutex_t kh_lock;          /* serialises appends to known_hosts files */
+	bool runner_on;                   /* [ssh] runner */
+	bool runner_faults;               /* SANDGATE_RUNNER_FAULTS=1: the runner's --fault hook */
+	pthread_mutex_t bin_lock;         /* guards the three below */
+	bool bin_tried;
+	struct rn_binary bin;             /* the runner binary, read on first use, freed by fini */
+	char bin_why[256];                /* why it could not be read */
 };
 
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
@@ -140,6 +152,30 @@ struct ssh_conn {
 	struct ssh_conn *next;
 };
 
+enum ssh_runner_state {
+	SSH_RUNNER_IDLE = 0,              /* not started yet, or ended: start on the next call */
+	SSH_RUNNER_ACTIVE,
+	SSH_RUNNER_FALLBACK,              /* it cannot run on this host: plain exec, for good */
+	SSH_RUNNER_OFF                    /* [ssh] runner = false */
+};
+
+/* The sandgate-runner of one target (runner.c), part of its pool. */
+struct ssh_runner {
+	pthread_mutex_t lock;             /* one start at a time; guards the fields */
+	pthread_mutex_t tlock;            /* guards note and status (after lock) */
+	enum ssh_runner_state state;
+	struct rn_conn *conn;             /* the opener's reference, or NULL */
+	struct ssh_conn *sc;              /* a reference on the connection carrying it */
+	char path[SG_PATH_MAX];           /* its file on the host, "" when none is there */
+	char why[256];                    /* why the last one ended, or why it cannot run */
+	/* Written by the transport (its reader thread, its free()), read by the
+	 * starter after a start failed or the runner ended: */
+	char note[200];                   /* the last line it wrote on stderr */
+	char status[64];                  /* how its channel ended: "exit status 1" */
+	unsigned restarts;
+	int64_t start_ms;
+};
+
 /* The connections to one target. */
 struct ssh_pool {
 	struct ssh_ctx *ctx;              /* borrowed */
@@ -151,6 +187,7 @@ struct ssh_pool {
 	unsigned max_slots;               /* the server's limit once learned: new
 					     connections start with it */
 	bool off_warned;                  /* host_key_policy = off was logged */
+	struct ssh_runner runner;
 	struct ssh_pool *next;
 };
 
@@ -165,6 +202,7 @@ struct ssh_op {
 	int64_t deadline_ms;              /* -1: none */
 	int64_t flush_deadline_ms;        /* while it owns a half-sent packet */
 	int efd;                          /* eventfd, made on the first wait */
+	uint64_t rx_seen;                 /* conn->rx when this op last looked */
 	bool stopping;                    /* cleanup: ignore the cancellation */
 	enum ssh_stop stop;
 	struct ssh_op *next;              /* in c->waiters */
@@ -199,6 +237,11 @@ void ssh_conn_get(struct ssh_conn *c);
 void ssh_conn_put(struct ssh_conn *c);
 /* Marks c dead (lock held) with a reason; its pool stops handing it out. */
 void ssh_conn_break(struct ssh_conn *c, const char *why);
+/* True when c is dead, also when its server closed the socket while no op
+ * was reading (lock not held); why (may be NULL) gets the reason. */
+bool ssh_conn_dropped(struct ssh_conn *c, char *why, size_t n);
+/* True when the pool has a live connection (no connect needed). */
+bool ssh_pool_connected(struct ssh_pool *p);
 
 void ssh_op_init(struct ssh_op *op, struct ssh_conn *c, const struct sg_call *call,
 		 int64_t deadline_ms);
@@ -319,6 +362,8 @@ struct ssh_run {
 	unsigned timeout_ms;              /* 0: none */
 	size_t cap;                       /* bytes kept per stream */
 	bool group;                       /* kill the process group on timeout/cancel */
+	unsigned start_ms;                /* limit to open the channel and start; 0: the
+					     connect timeout + 30 s */
 };
 
 /* Runs r on the pool and fills res.  Returns 0 when the command ran (any
@@ -345,6 +390,8 @@ ssize_t ssh_chan_read(struct ssh_op *op, LIBSSH2_CHANNEL *ch, int stream, char *
 void ssh_kill_group(struct ssh_pool *p, long pgid);
 /* Signal number of an SSH exit-signal name ("KILL"), 0 when unknown. */
 int ssh_signal_number(const char *name);
+/* SG_E_INVAL unless every entry of env is NAME=VALUE with a portable name. */
+int ssh_env_check(const struct sg_host_api *host, const char *const *env, struct sg_err *err);
 /* Merges the machine's env with the call's into a new vector (caller frees
  * with ssh_strv_free); NULL when both are empty. */
 char **ssh_env_merge(const char *const *a, const char *const *b);
@@ -357,6 +404,8 @@ sg_stream_open_fn ssh_stream_open;
 sg_stream_write_fn ssh_stream_write;
 sg_stream_read_fn ssh_stream_read;
 sg_stream_close_fn ssh_stream_close;
+sg_stream_open_status_fn ssh_stream_open_status;
+sg_stream_read_ch_fn ssh_stream_read_ch;
 
 /* ---- sftp.c ------------------------------------------------------------------- */
 
@@ -366,6 +415,10 @@ sg_file_list_fn ssh_file_list;
 sg_file_stat_fn ssh_file_stat;
 sg_file_mkdir_fn ssh_file_mkdir;
 sg_file_remove_fn ssh_file_remove;
+/* Writes a whole file on the pool's host (atomic: temporary name, then
+ * rename), mode for a new file; the directory must exist. */
+int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t len,
+		 unsigned mode, struct sg_err *err);
 
 /* ---- machine.c ---------------------------------------------------------------- */
 
@@ -377,5 +430,51 @@ sg_machine_list_fn ssh_machine_list;
 
 /* The handle of a machine made here, or NULL with err. */
 struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *err);
+
+/* ---- runner.c ----------------------------------------------------------------- */
+
+/* A runner to use: references on its connection and on the SSH connection
+ * under it, both dropped by ssh_runner_put(). */
+struct ssh_rlink {
+	struct rn_conn *rc;
+	struct ssh_conn *sc;
+};
+
+/* Reads [ssh] runner and the test hook; frees the binary at teardown. */
+void ssh_runner_setup(struct ssh_ctx *ctx);
+void ssh_runner_teardown(struct ssh_ctx *ctx);
+/* Per pool: init at creation; fini ends the runner and removes its file
+ * from the host (the connection is closed for good). */
+void ssh_runner_pool_init(struct ssh_pool *p);
+void ssh_runner_pool_fini(struct ssh_pool *p);
+/* The pool's runner, started (or restarted) when needed.  Returns 0 with
+ * l filled, 1 when commands use plain exec on this target (off, or it
+ * cannot run there: said once in the log), -1 with err when the host is
+ * unreachable. */
+int ssh_runner_get(struct ssh_pool *p, struct ssh_rlink *l, struct sg_err *err);
+void ssh_runner_put(struct ssh_rlink *l);
+/* True when the SSH connection under l is gone (why: its reason). */
+bool ssh_rlink_dropped(struct ssh_rlink *l, char *why, size_t n);
+
+/* ---- rexec.c ------------------------------------------------------------------ */
+
+/* Runs r through the pool's runner.  Returns as ssh_run(), or 1 when there
+ * is no runner (the caller uses ssh_run()). */
+int ssh_rexec(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *call,
+	      struct sg_exec_result *res, struct sg_err *err);
+
+struct ssh_rstream;
+
+/* A stream through the runner: stdin open, stderr merged, and with
+ * status_fd >= 3 a status fd.  Returns 0, -1 with err, or 1 without a
+ * runner. */
+int ssh_rstream_open(struct ssh_pool *p, const struct ssh_run *r, int status_fd,
+		     struct ssh_rstream **out, struct sg_err *err);
+ssize_t ssh_rstream_write(struct ssh_rstream *rs, const void *p, size_t n, struct sg_err *err);
+/* channel (may be NULL) gets SG_STREAM_OUTPUT or SG_STREAM_STATUS. */
+ssize_t ssh_rstream_read(struct ssh_rstream *rs, void *p, size_t n, int timeout_ms,
+			 int *channel, struct sg_err *err);
+/* Closes stdin, waits a moment for the end (else kills the group), frees rs. */
+void ssh_rstream_close(struct ssh_rstream *rs, int *exit_code);
 
 #endif /* SG_SSH_SSH_H */

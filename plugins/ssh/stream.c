@@ -1,10 +1,13 @@
 /*
- * Interactive streams (persistent shells): a session channel with stdin
- * open, stderr merged into stdout by the wrapper (`exec 2>&1`, so the reader
- * sees both in order), no pty.  The process runs in its own process group,
- * whose id is on the wrapper's marker line, so stream_close() can end
- * whatever is left of it.  Reads and writes may come from different threads:
- * each call is its own op on the connection; one reader at a time.
+ * Interactive streams (persistent shells).  Through the target's runner
+ * when it has one (rexec.c): a SPAWN with stdin open and stderr merged, and
+ * for stream_open_status a status fd of its own.  Otherwise a session
+ * channel with stdin open, stderr merged into stdout by the wrapper
+ * (`exec 2>&1`, so the reader sees both in order), no pty.  Either way the
+ * process runs in its own process group (on the plain path its id is on
+ * the wrapper's marker line), so stream_close() can end whatever is left of
+ * it.  Reads and writes may come from different threads: each call is its
+ * own op on the connection; one reader at a time.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -22,6 +25,7 @@
 
 struct sg_stream {
 	struct ssh_pool *pool;        /* borrowed */
+	struct ssh_rstream *rs;       /* through the runner (owned), else NULL and: */
 	struct ssh_conn *c;           /* a reference and a slot, given back at close */
 	LIBSSH2_CHANNEL *ch;          /* owned */
 	pthread_mutex_t rlock;        /* one reader at a time: guards below */
@@ -118,6 +122,72 @@ static int ssh_stream_marker(struct sg_stream *s, const char *cwd, struct sg_err
 	}
 }
 
+/* Checks req and merges the machine's env with its own (*env: the caller
+ * frees it with ssh_strv_free).  Fills r; returns 0 or -1 with err. */
+static int ssh_stream_req(struct sg_machine *m, struct ssh_machine *sm,
+			  const struct sg_exec_req *req, char ***env, struct ssh_run *r,
+			  struct sg_err *err)
+{
+	const struct sg_host_api *host = sm->ctx->host;
+
+	*env = NULL;
+	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
+		return host->errf(err, SG_E_INVAL, "stream: give exactly one of command and argv (a non-empty vector)");
+	if (ssh_env_check(host, req->env, err) < 0)
+		return -1;
+	if ((sm->env || req->env) && !(*env = ssh_env_merge((const char *const *)sm->env, req->env)))
+		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	*r = (struct ssh_run){ .command = req->command, .argv = req->argv,
+			       .cwd = req->cwd && *req->cwd ? req->cwd : m->workspace,
+			       .env = (const char *const *)*env, .group = true };
+	return 0;
+}
+
+/* A stream through the runner: 0, -1, or 1 when the target has none. */
+static int ssh_stream_runner(struct ssh_machine *sm, const struct ssh_run *r, int status_fd,
+			     struct sg_stream **out, struct sg_err *err)
+{
+	struct ssh_rstream *rs = NULL;
+	struct sg_stream *s;
+	int rc = ssh_rstream_open(sm->pool, r, status_fd, &rs, err);
+
+	if (rc != 0)
+		return rc;
+	s = calloc(1, sizeof(*s)); /* freed by ssh_stream_close() */
+	if (!s) {
+		ssh_rstream_close(rs, NULL);
+		return sm->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	}
+	s->pool = sm->pool;
+	s->rs = rs;
+	pthread_mutex_init(&s->rlock, NULL);
+	*out = s;
+	return 0;
+}
+
+int ssh_stream_open_status(struct sg_machine *m, const struct sg_exec_req *req, int status_fd,
+			   struct sg_stream **out, struct sg_err *err)
+{
+	struct ssh_machine *sm = ssh_machine_of(m, err);
+	struct ssh_run r;
+	char **env = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!sm || ssh_stream_req(m, sm, req, &env, &r, err) < 0)
+		return -1;
+	if (status_fd < 3 || status_fd > 9)
+		rc = sm->ctx->host->errf(err, SG_E_INVAL, "stream: the status fd must be 3..9, not %d", status_fd);
+	else
+		rc = ssh_stream_runner(sm, &r, status_fd, out, err);
+	if (rc == 1)
+		rc = sm->ctx->host->errf(err, SG_E_NOTSUP,
+					 "ssh: %s has no runner ([ssh] runner = false, or it cannot run there), so no status fd: use stream_open",
+					 sm->pool->target.host);
+	ssh_strv_free(env);
+	return rc;
+}
+
 int ssh_stream_open(struct sg_machine *m, const struct sg_exec_req *req, struct sg_stream **out,
 		    struct sg_err *err)
 {
@@ -127,15 +197,19 @@ int ssh_stream_open(struct sg_machine *m, const struct sg_exec_req *req, struct 
 	struct ssh_run r;
 	struct ssh_op op;
 	char **env = NULL;
+	int rc;
 
 	*out = NULL;
 	if (!sm)
 		return -1;
 	host = sm->ctx->host;
-	if (!req || (!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
-		return host->errf(err, SG_E_INVAL, "stream: give exactly one of command and argv (a non-empty vector)");
-	if ((sm->env || req->env) && !(env = ssh_env_merge((const char *const *)sm->env, req->env)))
-		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+	if (ssh_stream_req(m, sm, req, &env, &r, err) < 0)
+		return -1;
+	rc = ssh_stream_runner(sm, &r, -1, out, err);
+	if (rc != 1) {
+		ssh_strv_free(env);
+		return rc;
+	}
 	s = calloc(1, sizeof(*s)); /* freed by ssh_stream_close() */
 	if (!s || !(s->buf = malloc(SSH_STREAM_BUF))) {
 		host->errf(err, SG_E_NOMEM, "ssh: out of memory");
@@ -143,9 +217,6 @@ int ssh_stream_open(struct sg_machine *m, const struct sg_exec_req *req, struct 
 	}
 	pthread_mutex_init(&s->rlock, NULL);
 	s->pool = sm->pool;
-	r = (struct ssh_run){ .command = req->command, .argv = req->argv,
-			      .cwd = req->cwd && *req->cwd ? req->cwd : m->workspace,
-			      .env = (const char *const *)env, .group = true };
 	if (ssh_exec_start(sm->pool, &op, NULL, ssh_now_ms() + SSH_STREAM_START_MS, &r, true, false,
 			   &s->c, &s->ch, err) < 0) {
 		pthread_mutex_destroy(&s->rlock);
@@ -179,6 +250,8 @@ ssize_t ssh_stream_write(struct sg_stream *s, const void *p, size_t n, struct sg
 	struct ssh_op op;
 	ssize_t rc = 0;
 
+	if (s->rs)
+		return ssh_rstream_write(s->rs, p, n, err);
 	ssh_op_init(&op, s->c, NULL, -1);
 	if (ssh_op_begin(&op) < 0) {
 		ssh_op_end(&op);
@@ -214,6 +287,8 @@ ssize_t ssh_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_ms, 
 
 	if (n == 0)
 		return 0;
+	if (s->rs)
+		return ssh_rstream_read(s->rs, p, n, timeout_ms, NULL, err);
 	pthread_mutex_lock(&s->rlock);
 	if (s->pos == s->len) {
 		if (s->eof) {
@@ -232,6 +307,17 @@ ssize_t ssh_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_ms, 
 out:
 	pthread_mutex_unlock(&s->rlock);
 	return got;
+}
+
+/* As ssh_stream_read, telling output from status bytes; a stream without
+ * the runner has output only. */
+ssize_t ssh_stream_read_ch(struct sg_stream *s, void *p, size_t n, int timeout_ms, int *channel,
+			   struct sg_err *err)
+{
+	*channel = SG_STREAM_OUTPUT;
+	if (s->rs)
+		return ssh_rstream_read(s->rs, p, n, timeout_ms, channel, err);
+	return ssh_stream_read(s, p, n, timeout_ms, err);
 }
 
 /* Reads and drops output until EOF or the grace ends; true at EOF. */
@@ -261,6 +347,12 @@ int ssh_stream_close(struct sg_stream *s, int *exit_code)
 		*exit_code = -1;
 	if (!s)
 		return 0;
+	if (s->rs) {
+		ssh_rstream_close(s->rs, exit_code);
+		pthread_mutex_destroy(&s->rlock);
+		free(s);
+		return 0;
+	}
 	ssh_op_init(&op, s->c, NULL, ssh_now_ms() + SSH_CLOSE_GRACE_MS);
 	op.stopping = true;
 	if (ssh_op_begin(&op) == 0)

@@ -1,20 +1,19 @@
 // Many calls at once on one SSH target whose sshd allows 4 sessions per
 // connection (MaxSessions 4): 15 concurrent run_command calls all succeed
-// with exact outputs (refused channels move to more connections), and
-// concurrent file writes and reads (SFTP sessions count against the limit
-// too) stay exact.
+// with exact outputs, and concurrent file writes and reads (SFTP sessions
+// count against the limit too) stay exact.  On plain exec each command is a
+// channel: refused channels move to more connections.  With the runner (the
+// default) the 15 share its one channel; the channel spreading is then
+// checked on a second server with [ssh] runner = false.
 import { t, preflight, sdkClient, errorText } from '../lib/sg.mjs';
-import { startSshd, sshArgs, sshEnv, sshPreflight } from '../ssh/sshd.mjs';
+import { startSshd, sshArgs, sshEnv, sshPreflight, sshRunnerOn } from '../ssh/sshd.mjs';
 
-t.run(async () => {
-  await preflight({ docker: false });
-  await sshPreflight();
-  const s = await startSshd({ maxSessions: 4 });
-  const srv = await sdkClient(sshArgs(s), sshEnv());
-  await srv.tool('create_sandbox', {});
+const N = 15;
+const cmd = (i) => `printf 'call-%s\\n' ${i}; head -c ${i * 5000} /dev/zero | tr '\\0' x; sleep 1; printf 'err-%s' ${i} >&2; exit ${i}`;
 
-  const N = 15;
-  const cmd = (i) => `printf 'call-%s\\n' ${i}; head -c ${i * 5000} /dev/zero | tr '\\0' x; sleep 1; printf 'err-%s' ${i} >&2; exit ${i}`;
+// N concurrent commands, each with its own output and exit status.
+async function burst(srv, s, mode, plain) {
+  const before = (s.log().match(/Accepted publickey/g) ?? []).length;
   const t0 = Date.now();
   const results = await Promise.all(Array.from({ length: N }, (_, i) => srv.call('run_command', { command: cmd(i + 1) })));
   const took = Date.now() - t0;
@@ -26,12 +25,25 @@ t.run(async () => {
       bad.push({ n, isError: r.isError, text: r.isError ? errorText(r) : undefined, stdoutLen: sc.stdout?.length, stderr: sc.stderr, exit: sc.exit_code });
     }
   });
-  t.deepEqual(bad, [], `${N} concurrent run_command calls with MaxSessions 4: all succeed with exact output (${took} ms)`);
-  t.cmp(took, '<', 15000, 'they ran concurrently (each sleeps 1 s)');
-  const conns = (s.log().match(/Accepted publickey/g) ?? []).length;
-  t.cmp(conns, '>=', Math.ceil(N / 4), `the refused channels opened more connections (${conns} logins)`);
+  t.deepEqual(bad, [], `${mode}: ${N} concurrent run_command calls with MaxSessions 4: all succeed with exact output (${took} ms)`);
+  t.cmp(took, '<', 15000, `${mode}: they ran concurrently (each sleeps 1 s)`);
+  const conns = (s.log().match(/Accepted publickey/g) ?? []).length - before;
+  if (plain) {
+    t.cmp(conns + before, '>=', Math.ceil(N / 4), `${mode}: the refused channels opened more connections (${conns + before} logins)`);
+  } else {
+    t.cmp(conns, '<=', 1, `${mode}: the ${N} commands shared the runner's channel (${conns} new logins)`);
+  }
   const refused = (s.log().match(/no more sessions/g) ?? []).length;
-  t.diag(`sshd refused ${refused} channel(s) with "no more sessions"`);
+  t.diag(`${mode}: sshd refused ${refused} channel(s) with "no more sessions" so far`);
+}
+
+t.run(async () => {
+  await preflight({ docker: false });
+  await sshPreflight();
+  const s = await startSshd({ maxSessions: 4 });
+  const srv = await sdkClient(sshArgs(s), sshEnv());
+  await srv.tool('create_sandbox', {});
+  await burst(srv, s, sshRunnerOn() ? 'runner' : 'plain exec', !sshRunnerOn());
 
   // files: concurrent writes then reads, exact
   const M = 10;
@@ -53,4 +65,12 @@ t.run(async () => {
   t.deepEqual(mixed.slice(0, 6).map((r) => r.structuredContent?.stdout), Array.from({ length: 6 }, (_, i) => `mixed-${i}\n`), '... with exact outputs');
   t.is(mixed[12].structuredContent?.files?.length, M, '... and the listing sees every file');
   await srv.close();
+
+  if (sshRunnerOn()) {
+    const s2 = await startSshd({ maxSessions: 4 });
+    const plain = await sdkClient(sshArgs(s2, { 'ssh.runner': 'false' }), sshEnv(), { name: 'runner = false' });
+    await plain.tool('create_sandbox', {});
+    await burst(plain, s2, 'runner = false', true);
+    await plain.close();
+  }
 }, { timeout: 180 });

@@ -7,7 +7,9 @@
  * here, and the plugin is checked for leaks.
  *
  * Environment (from the fixture's ready file): SST_PORT, SST_USER, SST_KEY,
- * SST_KNOWN_HOSTS, SST_ROOT, SST_STATE (a writable state directory).
+ * SST_KNOWN_HOSTS, SST_ROOT, SST_STATE (a writable state directory);
+ * SST_RUNNER, the sandgate-runner binary ([ssh] runner_path), and
+ * SST_RUNNER_ON ([ssh] runner: "false" runs every step on plain exec).
  */
 #include "config.h"
 
@@ -85,6 +87,10 @@ static const char *h_config_get(const char *section, const char *key)
 			return getenv("SST_ROOT");
 		if (!strcmp(key, "keepalive_interval"))
 			return "5";
+		if (!strcmp(key, "runner_path"))
+			return getenv("SST_RUNNER");
+		if (!strcmp(key, "runner"))
+			return getenv("SST_RUNNER_ON");
 		return NULL;
 	}
 	/* a named target with a root of its own */
@@ -189,6 +195,7 @@ static void step_exec(struct sg_machine *m)
 {
 	const char *argv[] = { "printf", "%s|%s|%s", "a b", "it's", "\\x", NULL };
 	const char *env[] = { "SG_ACCEPTED_A=accepted", "PLAIN=refused by AcceptEnv", NULL };
+	const char *missing[] = { "sg-no-such-program", "x", NULL };
 	struct sg_exec_result res;
 	struct sg_err err = { 0 };
 	int rc;
@@ -217,6 +224,79 @@ static void step_exec(struct sg_machine *m)
 	rc = run(m, "kill -TERM $$", NULL, NULL, 0, 0, &res, &err);
 	ok(rc == 0 && res.signal == 15 && res.exit_code == -1, "exec killed by SIGTERM: signal 15");
 	res_free(&res);
+	rc = run(m, NULL, missing, NULL, 0, 0, &res, &err);
+	ok(rc == 0 && res.exit_code == 127 && strstr(str(&res.err), "sg-no-such-program"),
+	   "exec argv of a missing program: exit 127 with a message (rc %d, exit %d, '%s')", rc,
+	   res.exit_code, str(&res.err));
+	res_free(&res);
+}
+
+static bool runner_on(void)
+{
+	const char *v = getenv("SST_RUNNER_ON");
+
+	return !v || strcmp(v, "false") != 0;
+}
+
+/* Reads from a status stream until `want` bytes of output and of status
+ * came, or nothing more does; records the order of the channels. */
+static void read_ch_all(struct sg_stream *s, char *out, size_t out_want, char *st, size_t st_want,
+			char *order, size_t order_size)
+{
+	size_t no = 0, ns = 0, k = 0;
+	struct sg_err err = { 0 };
+	char buf[256];
+	int ch;
+
+	while (no < out_want || ns < st_want) {
+		ssize_t n = sg_backend.stream_read_ch(s, buf, sizeof(buf), 5000, &ch, &err);
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			if (ch == SG_STREAM_STATUS && ns + 1 < 128)
+				st[ns++] = buf[i];
+			else if (ch == SG_STREAM_OUTPUT && no + 1 < 128)
+				out[no++] = buf[i];
+			if (buf[i] == '\n' && k + 1 < order_size)
+				order[k++] = ch == SG_STREAM_STATUS ? 'S' : 'o';
+		}
+	}
+	out[no] = st[ns] = order[k] = '\0';
+}
+
+static void step_status_streams(struct sg_machine *m)
+{
+	struct sg_exec_req req = { .command = "echo out; echo err >&2; printf 'S1\\n' >&3; "
+					      "echo after; printf 'S2\\n' >&3; exec 3>&-; cat" };
+	struct sg_stream *s = NULL;
+	struct sg_err err = { 0 };
+	char out[128], st[128], order[16];
+	int code = -2, rc;
+
+	rc = sg_backend.stream_open_status(m, &req, 3, &s, &err);
+	if (!runner_on()) {
+		ok(rc < 0 && err.code == SG_E_NOTSUP && !s,
+		   "stream_open_status without the runner: SG_E_NOTSUP (%s)", err.msg);
+		return;
+	}
+	ok(rc == 0 && s, "stream_open_status with fd 3 through the runner (%s)", err.msg);
+	if (!s)
+		return;
+	read_ch_all(s, out, 15, st, 6, order, sizeof(order));
+	ok(!strcmp(out, "out\nerr\nafter\n") && !strcmp(st, "S1\nS2\n"),
+	   "stream_read_ch: output and status apart ('%s' / '%s')", out, st);
+	/* "after" may overtake S1 (it was written after it), never S2. */
+	ok(!strcmp(order, "ooSoS") || !strcmp(order, "oooSS"),
+	   "stream_read_ch: output written before a status comes before it (%s)", order);
+	ok(sg_backend.stream_write(s, "x\n", 2, &err) == 2, "stream_write on a status stream");
+	read_ch_all(s, out, 2, st, 0, order, sizeof(order));
+	ok(!strcmp(out, "x\n"), "... echoed on the output channel ('%s')", out);
+	rc = sg_backend.stream_close(s, &code);
+	ok(rc == 0 && code == 0, "stream_close of a status stream: exit 0 (%d)", code);
+	s = NULL;
+	ok(sg_backend.stream_open_status(m, &req, 2, &s, &err) < 0 && err.code == SG_E_INVAL && !s,
+	   "stream_open_status with fd 2: SG_E_INVAL");
 }
 
 static void step_streams(struct sg_machine *m)
@@ -404,6 +484,7 @@ int main(void)
 	   "the workspace %s exists with mode 0700", m.workspace);
 	step_exec(&m);
 	step_streams(&m);
+	step_status_streams(&m);
 	step_files(&m);
 	step_attach_list(&m);
 	step_targets();

@@ -60,7 +60,10 @@ function installCleanup() {
 /**
  * Starts sshd; opts.maxSessions (default 10), opts.ecdsa (a second host
  * key), opts.loginNoise (bash prints a line on stdout and stderr before
- * every command, like a chatty rc file).  Returns the ready values plus stop(), kill(), restart(), rekey(),
+ * every command, like a chatty rc file), opts.noXdg (no XDG_RUNTIME_DIR in
+ * the sessions; by default it is <dir>/xdg, where ssh.so puts its runner),
+ * opts.home (HOME of the sessions).  Returns the ready values (s.xdg: the
+ * sessions' XDG_RUNTIME_DIR or '') plus stop(), kill(), restart(), rekey(),
  * freeze() and thaw() (SIGSTOP / SIGCONT the open connections).
  */
 export async function startSshd(opts = {}) {
@@ -81,6 +84,8 @@ export async function startSshd(opts = {}) {
   const args = ['start', dir, '--max-sessions', String(opts.maxSessions ?? 10)];
   if (opts.ecdsa) args.push('--ecdsa');
   if (opts.loginNoise) args.push('--login-noise');
+  if (opts.noXdg) args.push('--no-xdg');
+  if (opts.home) args.push('--home', opts.home);
   Object.assign(s, parseReady(await fixture(args)));
   s.port = Number(s.port);
   s.knownHosts = s.known_hosts;
@@ -107,6 +112,14 @@ export function sshArgs(s, sets = {}) {
   const args = ['--config', s.ini, '--set', 'plugin.load=docker,ssh', '--set', 'sandbox.default_backend=ssh'];
   for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
   return args;
+}
+
+/**
+ * Whether ssh.so's runner is on for this run: SANDGATE_SSH_RUNNER=false (the
+ * environment form of [ssh] runner) runs the SSH tests on plain exec.
+ */
+export function sshRunnerOn() {
+  return !/^(false|no|off|0)$/i.test(process.env.SANDGATE_SSH_RUNNER ?? '');
 }
 
 /** The server environment for SSH tests: no ssh-agent of the caller, unless given. */

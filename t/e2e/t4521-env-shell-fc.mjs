@@ -1,0 +1,3 @@
+// t4501-env-shell.mjs on the fc backend (its body is written per backend).
+process.env.SG_TEST_BACKEND = 'fc';
+await import('./t4501-env-shell.mjs');

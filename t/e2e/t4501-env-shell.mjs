@@ -176,14 +176,17 @@ async function body(srv, be, mode) {
   t.is(fin?.exit_code, 0, '... with the exit code');
   t.hasFields(await srv.tool('sandbox_shell_read', { machine: sid }), { status: 'idle', output: '' }, 'read by machine: the default shell, now idle');
 
-  // interrupt a child: nothing left behind, the same shell answers
-  const bg = await run('sleep 300', { wait: false });
+  // interrupt a child: nothing left behind, the same shell answers.  On SSH
+  // and FC the sandbox shares the host's process table with every other
+  // test, so the sleeps carry a fraction unique to this run.
+  const tag = String(100000 + Math.floor(Math.random() * 899999));
+  const bg = await run(`sleep 300.${tag}`, { wait: false });
   t.hasFields(bg, { status: 'running', confirmed: true }, 'wait=false: running and confirmed');
   const t4 = Date.now();
   const intr = await srv.tool('sandbox_env', { action: 'shell_interrupt', params: { shell_id: shell } });
   t.cmp(Date.now() - t4, '<', 5000, `shell_interrupt returns promptly (${Date.now() - t4} ms)`);
   t.is(intr.interrupted, true, 'shell_interrupt: interrupted');
-  t.ok(!(await waitFor(async () => !/(^|\n)sleep 300(\n|$)/.test(await ps(sid)), 3000) === false),
+  t.ok(!(await waitFor(async () => !(await ps(sid)).includes(`sleep 300.${tag}`), 3000) === false),
     'no sleep 300 is left behind', { ps: await ps(sid) });
   const after = await run('echo alive');
   t.hasFields(after, { output: 'alive\n', bash_pid: pid }, 'the shell answers the next command (same bash)');
@@ -211,7 +214,7 @@ async function body(srv, be, mode) {
   // MCP cancellation of a waiting exec interrupts the command
   const ctl = new AbortController();
   setTimeout(() => ctl.abort(), 800);
-  const cancelled = await srv.call('sandbox_shell_exec', { command: 'sleep 301', shell_id: shell, timeout: 60 },
+  const cancelled = await srv.call('sandbox_shell_exec', { command: `sleep 301.${tag}`, shell_id: shell, timeout: 60 },
     { signal: ctl.signal }).then(() => false, () => true);
   t.ok(cancelled, 'the client cancelled the waiting exec');
   const calm = await waitFor(async () => {
@@ -219,7 +222,7 @@ async function body(srv, be, mode) {
     return !r.isError && r.structuredContent.output === 'calm\n';
   }, 10000, 300);
   t.ok(calm, 'after a cancellation the shell takes commands again');
-  t.ok(!/sleep 301/.test(await ps(sid)), 'the cancelled command is gone');
+  t.ok(!(await ps(sid)).includes(`sleep 301.${tag}`), 'the cancelled command is gone');
 
   // a dead shell is replaced; the first result after says so, once
   const dead = await run('echo bye; exit 7');

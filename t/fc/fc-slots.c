@@ -18,6 +18,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "t/lib/fakehost.h"
+
 extern const struct sg_backend sg_backend;
 
 static int n_test, n_failed;
@@ -38,31 +40,6 @@ static void ok(int cond, const char *fmt, ...)
 
 /* ---- a fake host ------------------------------------------------------------- */
 
-static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "[%s] %d: ", plugin, (int)level);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int h_errf(struct sg_err *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return -1;
-	err->code = code;
-	err->sys_errno = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static const char *h_config_get(const char *section, const char *key)
 {
 	if (strcmp(section, "fc") != 0)
@@ -76,49 +53,9 @@ static const char *h_config_get(const char *section, const char *key)
 	return NULL;
 }
 
-static void h_config_each(const char *section, const char *prefix,
-			  void (*fn)(const char *, const char *, void *), void *ud)
-{
-	(void)section, (void)prefix, (void)fn, (void)ud;
-}
-
-static int h_buf_append(struct sg_buf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *d = realloc(b->data, cap);
-
-		if (!d)
-			return -1;
-		b->data = d;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-static void h_buf_release(struct sg_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
-static bool h_cancelled(const struct sg_call *c) { (void)c; return false; }
-static int h_cancel_fd(const struct sg_call *c) { (void)c; return -1; }
-static void h_progress(struct sg_call *c, double p, double t, const char *m) { (void)c, (void)p, (void)t, (void)m; }
-static void h_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...) { (void)c, (void)l, (void)fmt; }
 static const char *h_state_dir(void) { return "/tmp"; }
 
-static const struct sg_host_api host = {
-	.size = sizeof(struct sg_host_api), .minor = SG_PLUGIN_ABI_MINOR,
-	.log = h_log, .errf = h_errf, .config_get = h_config_get, .config_each = h_config_each,
-	.buf_append = h_buf_append, .buf_release = h_buf_release, .cancelled = h_cancelled,
-	.cancel_fd = h_cancel_fd, .progress = h_progress, .notify = h_notify,
-	.state_dir = h_state_dir,
-};
+static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
 
 /* ---- steps ------------------------------------------------------------------------ */
 
@@ -151,10 +88,10 @@ static void files(struct sg_machine *m)
 	ok(b->file_stat(m, "/home/user/d", NULL, &st, &err) == 0 && st.type == SG_FT_DIR, "stat: dir");
 	ok(b->file_read(m, "/home/user/d/e/f.txt", 1024, NULL, &buf, &err) == 0 && buf.len == 5 &&
 	   memcmp(buf.data, "hello", 5) == 0, "read");
-	h_buf_release(&buf);
+	fakehost_buf_release(&buf);
 	ok(b->file_read(m, "/home/user/d/e/f.txt", 3, NULL, &buf, &err) < 0 && err.code == SG_E_TOOBIG,
 	   "read past max: too big (%s)", err.msg);
-	h_buf_release(&buf);
+	fakehost_buf_release(&buf);
 	wo.no_mkdir = true;
 	ok(b->file_write(m, "/home/user/nodir/x", "x", 1, &wo, NULL, &err) < 0 && err.code == SG_E_NOTFOUND,
 	   "write with no_mkdir into a missing directory: not found (%s)", err.msg);
@@ -182,16 +119,16 @@ static void execs(struct sg_machine *m)
 
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.out.len == 5 && !memcmp(res.out.data, "a  b\n", 5),
 	   "exec argv: no shell splitting");
-	h_buf_release(&res.out);
-	h_buf_release(&res.err);
+	fakehost_buf_release(&res.out);
+	fakehost_buf_release(&res.err);
 	memset(&res, 0, sizeof(res));
 	rq.argv = NULL;
 	rq.command = "printf %s \"$FOO\"; head -c 100 /dev/zero >&2; exit 4";
 	rq.output_cap = 10;
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.exit_code == 4 && res.err.len == 10 &&
 	   res.err_truncated && !res.out_truncated && res.out.len == 7, "exec: env, exit 4, stderr capped at 10");
-	h_buf_release(&res.out);
-	h_buf_release(&res.err);
+	fakehost_buf_release(&res.out);
+	fakehost_buf_release(&res.err);
 }
 
 static void read_until(struct sg_stream *s, const char *want, char *got, size_t size)
@@ -252,8 +189,8 @@ static void code(struct sg_machine *m)
 
 	ok(b->run_code(m, &rq, NULL, &res, &err) == 0 && res.out.len == 2 && !memcmp(res.out.data, "4\n", 2) &&
 	   json_array_size(res.results) == 1, "run_code: stdout and one result");
-	h_buf_release(&res.out);
-	h_buf_release(&res.err);
+	fakehost_buf_release(&res.out);
+	fakehost_buf_release(&res.err);
 	json_decref(res.results);
 	json_decref(res.error);
 }
@@ -304,8 +241,8 @@ int main(void)
 
 		ok(b->exec(&m, &rq, NULL, &res, &err) < 0 && err.code == SG_E_GONE,
 		   "exec on a destroyed sandbox: gone (%s)", err.msg);
-		h_buf_release(&res.out);
-		h_buf_release(&res.err);
+		fakehost_buf_release(&res.out);
+		fakehost_buf_release(&res.err);
 	}
 	b->machine_release(&m);
 	b->fini(priv);

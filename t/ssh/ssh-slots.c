@@ -23,6 +23,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "t/lib/fakehost.h"
+
 extern const struct sg_backend sg_backend;
 
 static int n_test, n_failed;
@@ -44,31 +46,6 @@ static void ok(int cond, const char *fmt, ...)
 }
 
 /* ---- a fake host ------------------------------------------------------------- */
-
-static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "[%s] %d: ", plugin, (int)level);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static int h_errf(struct sg_err *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return -1;
-	err->code = code;
-	err->sys_errno = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static const char *h_config_get(const char *section, const char *key)
 {
@@ -103,56 +80,9 @@ static const char *h_config_get(const char *section, const char *key)
 	return NULL;
 }
 
-static void h_config_each(const char *section, const char *prefix,
-			  void (*fn)(const char *, const char *, void *), void *ud)
-{
-	(void)section, (void)prefix, (void)fn, (void)ud;
-}
-
-static int h_buf_append(struct sg_buf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *d = realloc(b->data, cap);
-
-		if (!d)
-			return -1;
-		b->data = d;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-static void h_buf_release(struct sg_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
-static bool h_cancelled(const struct sg_call *c) { (void)c; return false; }
-static int h_cancel_fd(const struct sg_call *c) { (void)c; return -1; }
-static void h_progress(struct sg_call *c, double p, double t, const char *m) { (void)c, (void)p, (void)t, (void)m; }
-static void h_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...) { (void)c, (void)l, (void)fmt; }
 static const char *h_state_dir(void) { return getenv("SST_STATE"); }
 
-static const struct sg_host_api host = {
-	.size = sizeof(struct sg_host_api),
-	.minor = SG_PLUGIN_ABI_MINOR,
-	.log = h_log,
-	.errf = h_errf,
-	.config_get = h_config_get,
-	.config_each = h_config_each,
-	.buf_append = h_buf_append,
-	.buf_release = h_buf_release,
-	.cancelled = h_cancelled,
-	.cancel_fd = h_cancel_fd,
-	.progress = h_progress,
-	.notify = h_notify,
-	.state_dir = h_state_dir,
-};
+static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -180,8 +110,8 @@ static int run(struct sg_machine *m, const char *cmd, const char *const *argv,
 
 static void res_free(struct sg_exec_result *res)
 {
-	h_buf_release(&res->out);
-	h_buf_release(&res->err);
+	fakehost_buf_release(&res->out);
+	fakehost_buf_release(&res->err);
 }
 
 static const char *str(const struct sg_buf *b)
@@ -367,14 +297,14 @@ static void step_files(struct sg_machine *m)
 	ok(rc == 0 && st.type == SG_FT_FILE && st.size == 3 && st.mode == 0600, "file_stat: file, 3 bytes, mode 0600");
 	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
 	ok(rc == 0 && b.len == 3 && !memcmp(b.data, "abc", 3), "file_read");
-	h_buf_release(&b);
+	fakehost_buf_release(&b);
 	rc = sg_backend.file_read(m, path, 2, NULL, &b, &err);
 	ok(rc < 0 && err.code == SG_E_TOOBIG, "file_read over max: SG_E_TOOBIG");
-	h_buf_release(&b);
+	fakehost_buf_release(&b);
 	snprintf(path, sizeof(path), "%s/d1", m->workspace);
 	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
 	ok(rc < 0 && err.code == SG_E_INVAL, "file_read of a directory: SG_E_INVAL");
-	h_buf_release(&b);
+	fakehost_buf_release(&b);
 	rc = sg_backend.file_list(m, path, NULL, &list, &err);
 	ok(rc == 0 && json_array_size(list) == 1 &&
 	   !strcmp(json_string_value(json_object_get(json_array_get(list, 0), "type")), "dir"),
@@ -394,7 +324,7 @@ static void step_files(struct sg_machine *m)
 	ok(sg_backend.file_write(m, "rel.txt", "r", 1, NULL, NULL, &err) == 0 &&
 	   sg_backend.file_read(m, "rel.txt", 10, NULL, &b, &err) == 0 && b.len == 1,
 	   "relative paths are under the workspace");
-	h_buf_release(&b);
+	fakehost_buf_release(&b);
 }
 
 static void step_attach_list(struct sg_machine *m)

@@ -22,6 +22,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "t/lib/fakehost.h"
+
 static const struct sg_backend *B;
 static void *priv;
 static bool runner_off;
@@ -41,20 +43,6 @@ static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, 
 	fputc('\n', stderr);
 }
 
-static int h_errf(struct sg_err *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return -1;
-	err->code = code;
-	err->sys_errno = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static const char *h_config_get(const char *section, const char *key)
 {
 	if (strcmp(section, "docker") == 0 && strcmp(key, "runner") == 0)
@@ -62,58 +50,9 @@ static const char *h_config_get(const char *section, const char *key)
 	return NULL;
 }
 
-static void h_config_each(const char *section, const char *prefix,
-			  void (*fn)(const char *, const char *, void *), void *ud)
-{
-	(void)section, (void)prefix, (void)fn, (void)ud;
-}
-
-static int h_buf_append(struct sg_buf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		char *np;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		np = realloc(b->data, cap);
-		if (!np)
-			return -1;
-		b->data = np;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-static void h_buf_release(struct sg_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
-static bool h_cancelled(const struct sg_call *c) { (void)c; return false; }
-static int h_cancel_fd(const struct sg_call *c) { (void)c; return -1; }
-static void h_progress(struct sg_call *c, double p, double t, const char *m)
-{
-	(void)c, (void)p, (void)t, (void)m;
-}
-static void h_notify(struct sg_call *c, enum sg_log_level l, const char *f, ...)
-{
-	(void)c, (void)l, (void)f;
-}
 static const char *h_state_dir(void) { return "/tmp"; }
 
-static const struct sg_host_api host = {
-	.size = sizeof(struct sg_host_api), .minor = SG_PLUGIN_ABI_MINOR,
-	.log = h_log, .errf = h_errf, .config_get = h_config_get,
-	.config_each = h_config_each, .buf_append = h_buf_append,
-	.buf_release = h_buf_release, .cancelled = h_cancelled,
-	.cancel_fd = h_cancel_fd, .progress = h_progress, .notify = h_notify,
-	.state_dir = h_state_dir,
-};
+static const struct sg_host_api host = FAKEHOST_API(h_log, h_config_get, h_state_dir);
 
 /* ---- setup -------------------------------------------------------------------------- */
 
@@ -215,8 +154,8 @@ static void test_exec_and_status_stream(void **state)
 	assert_string_equal(res.out.data, "hi\n");
 	assert_string_equal(res.err.data, "err\n");
 	assert_int_equal(res.exit_code, 4);
-	h_buf_release(&res.out);
-	h_buf_release(&res.err);
+	fakehost_buf_release(&res.out);
+	fakehost_buf_release(&res.err);
 
 	if (B->stream_open_status(m, &sreq, 3, &s, &err) < 0)
 		fail_msg("stream_open_status: %s", err.msg);

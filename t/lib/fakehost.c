@@ -1,0 +1,86 @@
+/* A minimal host API for test programs: see fakehost.h. */
+#include "config.h"
+
+#include "t/lib/fakehost.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fakehost_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "[%s] %d: ", plugin, (int)level);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int fakehost_errf(struct sg_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	err->code = code;
+	err->sys_errno = 0;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void fakehost_config_each(const char *section, const char *prefix,
+			  void (*fn)(const char *, const char *, void *), void *ud)
+{
+	(void)section, (void)prefix, (void)fn, (void)ud;
+}
+
+int fakehost_buf_append(struct sg_buf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		char *d = realloc(b->data, cap);
+
+		if (!d)
+			return -1;
+		b->data = d;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+void fakehost_buf_release(struct sg_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+bool fakehost_cancelled(const struct sg_call *c)
+{
+	(void)c;
+	return false;
+}
+
+int fakehost_cancel_fd(const struct sg_call *c)
+{
+	(void)c;
+	return -1;
+}
+
+void fakehost_progress(struct sg_call *c, double p, double t, const char *m)
+{
+	(void)c, (void)p, (void)t, (void)m;
+}
+
+void fakehost_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...)
+{
+	(void)c, (void)l, (void)fmt;
+}

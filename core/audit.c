@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,6 +30,9 @@
 static sqlite3 *db;
 static bool db_failed;
 static pthread_mutex_t db_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The writer's statements, prepared once with the connection: parsing them
+ * for every row cost more than the insert itself. */
+static sqlite3_stmt *st_begin, *st_insert, *st_commit, *st_rollback;
 
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
@@ -65,6 +69,20 @@ bool sg_audit_file_backed(void)
 	return *audit_path(buf, sizeof(buf)) != '\0';
 }
 
+static const char insert_sql[] =
+	"INSERT INTO audit (ts, session, owner, machine, tool, action, status, duration_ms, details, error)"
+	" VALUES (?,?,?,?,?,?,?,?,?,?)";
+
+/* Called with db_lock held. */
+static void finalize_statements(void)
+{
+	sqlite3_finalize(st_begin);
+	sqlite3_finalize(st_insert);
+	sqlite3_finalize(st_commit);
+	sqlite3_finalize(st_rollback);
+	st_begin = st_insert = st_commit = st_rollback = NULL;
+}
+
 /* Called with db_lock held. */
 static sqlite3 *audit_db(void)
 {
@@ -89,8 +107,16 @@ static sqlite3 *audit_db(void)
 		sqlite3_free(msg);
 		goto fail;
 	}
+	if (sqlite3_prepare_v2(db, "BEGIN", -1, &st_begin, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, insert_sql, -1, &st_insert, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "COMMIT", -1, &st_commit, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "ROLLBACK", -1, &st_rollback, NULL) != SQLITE_OK) {
+		SG_ERROR("cannot set up the audit database '%s': %s", path, sqlite3_errmsg(db));
+		goto fail;
+	}
 	return db;
 fail:
+	finalize_statements();
 	sqlite3_close(db);
 	db = NULL;
 	db_failed = true;
@@ -206,11 +232,17 @@ struct row {
 };
 
 /* Rows are written by one thread, so a call never waits on the disk; a
- * query first waits until everything queued before it is written. */
+ * query first waits until everything queued before it is written.  A row is
+ * queued before the call's reply goes out but written once sg_audit_kick()
+ * says the reply is out: woken earlier, the writer would compete with the
+ * reply for the CPU (on a busy machine it runs first, and the reply waits
+ * for the insert).  A row nobody kicks is written within a second anyway. */
+#define AUDIT_UNKICKED_S 1
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static struct row *q_head, **q_tail = &q_head;
 static unsigned long long q_added, q_written;
+static bool q_kicked;
 static pthread_t writer;
 static bool writer_started, writer_stop;
 
@@ -248,32 +280,33 @@ static void insert(sqlite3_stmt *st, const struct row *r)
 	bind_text(st, 10, r->error);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		SG_WARN("audit: cannot write a row: %s", sqlite3_errmsg(db));
+	sqlite3_reset(st);
+}
+
+/* Runs a prepared statement that returns no rows. */
+static int run(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* Writes a batch of rows in one transaction. */
 static void write_rows(struct row *list)
 {
-	static const char sql[] =
-		"INSERT INTO audit (ts, session, owner, machine, tool, action, status, duration_ms, details, error)"
-		" VALUES (?,?,?,?,?,?,?,?,?,?)";
-	sqlite3_stmt *st = NULL;
-
 	pthread_mutex_lock(&db_lock);
 	if (!audit_db()) {
 		pthread_mutex_unlock(&db_lock);
 		return;
 	}
-	sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-		for (struct row *r = list; r; r = r->next)
-			insert(st, r);
-	} else {
-		SG_WARN("audit: %s", sqlite3_errmsg(db));
-	}
-	sqlite3_finalize(st);
-	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+	run(st_begin);
+	for (struct row *r = list; r; r = r->next)
+		insert(st_insert, r);
+	sqlite3_clear_bindings(st_insert); /* drop the copies of the last row */
+	if (run(st_commit) != SQLITE_OK) {
 		SG_WARN("audit: cannot commit rows: %s", sqlite3_errmsg(db));
-		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		run(st_rollback);
 	}
 	pthread_mutex_unlock(&db_lock);
 }
@@ -286,13 +319,24 @@ static void *writer_main(void *arg)
 		struct row *list;
 		unsigned long long n = 0;
 
-		while (!q_head && !writer_stop)
-			pthread_cond_wait(&q_cond, &q_lock);
+		while (!(q_head && q_kicked) && !writer_stop) {
+			struct timespec until;
+
+			if (!q_head) {
+				pthread_cond_wait(&q_cond, &q_lock);
+				continue;
+			}
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += AUDIT_UNKICKED_S;
+			if (pthread_cond_timedwait(&q_cond, &q_lock, &until) == ETIMEDOUT)
+				q_kicked = true;
+		}
 		if (!q_head && writer_stop)
 			break;
 		list = q_head;
 		q_head = NULL;
 		q_tail = &q_head;
+		q_kicked = false;
 		pthread_mutex_unlock(&q_lock);
 		write_rows(list);
 		while (list) {
@@ -325,8 +369,20 @@ static void enqueue(struct row *r)
 	*q_tail = r;
 	q_tail = &r->next;
 	q_added++;
-	pthread_cond_broadcast(&q_cond);
 	pthread_mutex_unlock(&q_lock);
+}
+
+void sg_audit_kick(void)
+{
+	bool wake = false;
+
+	pthread_mutex_lock(&q_lock);
+	if (q_head && !q_kicked)
+		wake = q_kicked = true;
+	pthread_mutex_unlock(&q_lock);
+	/* After the unlock, so the writer does not wake only to wait for it. */
+	if (wake)
+		pthread_cond_broadcast(&q_cond);
 }
 
 /* Waits until every row queued so far is in the database. */
@@ -336,6 +392,10 @@ static void flush(void)
 
 	pthread_mutex_lock(&q_lock);
 	target = q_added;
+	if (q_written < target && !q_kicked) {
+		q_kicked = true;
+		pthread_cond_broadcast(&q_cond);
+	}
 	while (writer_started && q_written < target)
 		pthread_cond_wait(&q_cond, &q_lock);
 	pthread_mutex_unlock(&q_lock);
@@ -654,6 +714,7 @@ void sg_audit_close(void)
 	writer_stop = false;
 	pthread_mutex_unlock(&q_lock);
 	pthread_mutex_lock(&db_lock);
+	finalize_statements();
 	sqlite3_close(db);
 	db = NULL;
 	db_failed = false;

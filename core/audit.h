@@ -1,6 +1,7 @@
 /*
  * The audit log: one SQLite row per tool call, on stdio and HTTP alike,
- * written by the MCP tool thread after the handler returns.
+ * queued by the MCP tool thread after the handler returns and written by a
+ * writer thread once the reply is out.
  *
  * File: [audit] log_path, default <state dir>/audit.db; WAL mode and a busy
  * timeout, so several sandgate processes of a user share it.  An empty
@@ -29,9 +30,13 @@ bool sg_audit_file_backed(void);
 
 /* Records one tools/call: the tool, its arguments (borrowed), the
  * CallToolResult (borrowed, may be NULL), how long it took, and whether the
- * client cancelled it.  Never fails the call: problems are logged. */
+ * client cancelled it.  Never fails the call: problems are logged.  Call it
+ * before the reply goes out (a query made after the reply then finds the
+ * row), and sg_audit_kick() after: the row is written then, off the reply's
+ * path (or within a second without a kick). */
 void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 			json_t *call_result, int64_t duration_ms, bool cancelled);
+void sg_audit_kick(void);
 
 /* The arguments with every content field hashed.  New reference. */
 json_t *sg_audit_redact(json_t *args);

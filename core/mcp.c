@@ -1,9 +1,11 @@
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/audit.h"
 #include "core/call.h"
@@ -20,6 +22,18 @@ static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26"
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t workers_cond = PTHREAD_COND_INITIALIZER;
 static int workers;
+
+/* A call's thread does not exit when its call is done: it waits for the
+ * next one (a new thread per call cost a clone, the first faults on its
+ * stack and an madvise at its exit, on every call's path).  At most
+ * POOL_IDLE_MAX wait, each at most POOL_IDLE_S seconds; all under
+ * workers_lock. */
+#define POOL_IDLE_MAX 4
+#define POOL_IDLE_S 60
+static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
+static struct tool_job *pool_jobs; /* handed to waiting threads */
+static int pool_idle, pool_queued, pool_threads;
+static bool pool_stop;
 
 bool sg_mcp_version_supported(const char *version)
 {
@@ -122,11 +136,11 @@ struct tool_job {
 	const struct sg_tool *tool;
 	json_t *args;
 	struct reply_to rt;
+	struct tool_job *next;
 };
 
-static void *tool_thread(void *arg)
+static void run_job(struct tool_job *job)
 {
-	struct tool_job *job = arg;
 	struct sg_call *call = job->call;
 	struct sg_session *s = call->session;
 	struct sg_tool_ctx t = { .s = s, .call = call };
@@ -138,8 +152,8 @@ static void *tool_thread(void *arg)
 	atomic_store(&call->done, true);
 	took = sg_now_ms() - t0;
 	cancelled = sg_call_cancelled(call);
-	/* The row is written before the reply, so a client that queries the
-	 * log next sees the call it just made (a WAL insert costs microseconds). */
+	/* The row is queued before the reply, so a client that queries the log
+	 * next sees the call it just made; it is written after (the kick). */
 	sg_audit_tool_call(s, job->tool->name, job->args, result, took, cancelled);
 	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)took);
 	/* A cancelled request gets no response (basic/utilities/cancellation). */
@@ -153,15 +167,47 @@ static void *tool_thread(void *arg)
 	} else {
 		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
 	}
+	sg_audit_kick();
 	json_decref(job->args);
 	sg_session_call_remove(s, call);
 	sg_call_free(call);
 	free(job);
-	pthread_mutex_lock(&workers_lock);
-	workers--;
-	pthread_cond_broadcast(&workers_cond);
-	pthread_mutex_unlock(&workers_lock);
-	return NULL;
+}
+
+static void *tool_thread(void *arg)
+{
+	struct tool_job *job = arg;
+
+	for (;;) {
+		struct timespec until;
+
+		run_job(job);
+		pthread_mutex_lock(&workers_lock);
+		workers--;
+		pthread_cond_broadcast(&workers_cond);
+		job = NULL;
+		if (!pool_stop && pool_idle < POOL_IDLE_MAX) {
+			pool_idle++;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += POOL_IDLE_S;
+			while (!pool_jobs && !pool_stop &&
+			       pthread_cond_timedwait(&pool_cond, &workers_lock, &until) != ETIMEDOUT)
+				;
+			pool_idle--;
+			job = pool_jobs;
+			if (job) {
+				pool_jobs = job->next;
+				pool_queued--;
+			}
+		}
+		if (!job) {
+			pool_threads--;
+			pthread_cond_broadcast(&workers_cond);
+			pthread_mutex_unlock(&workers_lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&workers_lock);
+	}
 }
 
 void sg_mcp_drain(void)
@@ -169,6 +215,12 @@ void sg_mcp_drain(void)
 	pthread_mutex_lock(&workers_lock);
 	while (workers > 0)
 		pthread_cond_wait(&workers_cond, &workers_lock);
+	/* The waiting threads end too, before the plugins are unloaded. */
+	pool_stop = true;
+	pthread_cond_broadcast(&pool_cond);
+	while (pool_threads > 0 && workers == 0)
+		pthread_cond_wait(&workers_cond, &workers_lock);
+	pool_stop = false;
 	pthread_mutex_unlock(&workers_lock);
 }
 
@@ -179,7 +231,7 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	const char *name = json_string_value(json_object_get(m->params, "name"));
 	json_t *args = json_object_get(m->params, "arguments");
 	json_t *meta = json_object_get(m->params, "_meta");
-	json_t *token = json_object_get(meta, "progressToken");
+	json_t *token = json_object_get(meta, "progressToken"), *id;
 	const struct sg_tool *tool;
 	struct tool_job *job;
 	pthread_attr_t attr;
@@ -210,13 +262,35 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	workers++;
 	pthread_mutex_unlock(&workers_lock);
 	job = sg_xcalloc(1, sizeof(*job));
-	job->call = sg_call_new(s, m->id, token, "tools/call");
+	/* The call gets copies of the id and token, as of the arguments: a
+	 * reference shared with the message would be dropped on two threads,
+	 * and jansson's count orders nothing between them (TSan: the final
+	 * free here raced the worker's decref once the worker no longer waited
+	 * for a new thread to start). */
+	id = json_deep_copy(m->id);
+	token = token ? json_deep_copy(token) : NULL;
+	job->call = sg_call_new(s, id, token, "tools/call");
+	json_decref(id);
+	json_decref(token);
 	job->call->transport_ctx = rt->ctx;
 	snprintf(job->call->tool, sizeof(job->call->tool), "%s", name);
 	job->tool = tool;
 	job->args = json_is_object(args) ? json_deep_copy(args) : NULL;
 	job->rt = *rt;
 	sg_session_call_add(s, job->call);
+	pthread_mutex_lock(&workers_lock);
+	if (pool_idle > pool_queued) {
+		job->next = pool_jobs;
+		pool_jobs = job;
+		pool_queued++;
+		pthread_mutex_unlock(&workers_lock);
+		/* Signalled after the unlock: woken with the lock still held,
+		 * the thread would only block on it and be woken again. */
+		pthread_cond_signal(&pool_cond);
+		return NULL;
+	}
+	pool_threads++;
+	pthread_mutex_unlock(&workers_lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -228,6 +302,8 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 		free(job);
 		pthread_mutex_lock(&workers_lock);
 		workers--;
+		pool_threads--;
+		pthread_cond_broadcast(&workers_cond);
 		pthread_mutex_unlock(&workers_lock);
 		return sg_rpc_error(m->id, SG_RPC_INTERNAL_ERROR, "cannot start a thread for the call", NULL);
 	}

@@ -80,7 +80,7 @@ void docker_runner_setup(struct docker_ctx *ctx)
 	ctx->runner_faults = f && strcmp(f, "1") == 0;
 	pthread_mutex_init(&ctx->bin_lock, NULL);
 	if (!ctx->runner_on)
-		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "[docker] runner = false: "
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner = false ([docker] runner): "
 			       "commands use plain docker exec");
 }
 

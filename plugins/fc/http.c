@@ -49,7 +49,10 @@ struct fc_xfer {
 	CURL *easy;
 	long status;  /* known once the first body byte arrives */
 	size_t cap;
-	size_t sent;  /* request body bytes handed to curl */
+	size_t sent;  /* request body bytes handed to curl (read callback) */
+	unsigned sends;          /* sends this attempt began (pre-request callback) */
+	long sent_before;        /* CURLINFO_REQUEST_SIZE as the first began */
+	bool resend_refused;     /* curl's silent re-send was stopped */
 };
 
 struct fc_http *fc_http_new(const struct sg_host_api *host)
@@ -394,10 +397,43 @@ static size_t fc_on_header(char *p, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* A request that is not idempotent hands its body to curl through a read
- * callback: when curl would silently re-send it on a fresh connection (it
- * does so when a reused connection dies before any answer), the rewind is
- * refused once bytes went out, and the transfer fails instead. */
+/* A request that is not idempotent must not go out twice, yet libcurl
+ * silently re-sends a request on a fresh connection when a reused one dies
+ * before any answer (Curl_retry_request).
+ *
+ * libcurl >= 7.80: the body goes out as POSTFIELDS, in the same write as the
+ * headers (one segment, one wake-up of the server, no extra turn of the
+ * transfer loop), and the pre-request callback, which libcurl calls before
+ * every send of the request, refuses a second send once bytes of the first
+ * went out (CURLINFO_REQUEST_SIZE counts what was written).  This also
+ * covers multipart bodies, which libcurl rewinds by itself.
+ *
+ * Older libcurl: the body goes through a read callback, and the rewind a
+ * re-send needs is refused once bytes went out; libcurl then writes the body
+ * after the headers, in a second write. */
+#if LIBCURL_VERSION_NUM >= 0x075000
+#define FC_HAVE_PREREQ 1
+
+static int fc_prereq(void *ud, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+	struct fc_xfer *x = ud;
+	long size = 0;
+
+	(void)remote_ip;
+	(void)local_ip;
+	(void)remote_port;
+	(void)local_port;
+	curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &size);
+	if (x->sends++ == 0) {
+		x->sent_before = size;
+		return CURL_PREREQFUNC_OK;
+	}
+	if (size == x->sent_before)
+		return CURL_PREREQFUNC_OK; /* nothing went out: a plain reconnect */
+	x->resend_refused = true;
+	return CURL_PREREQFUNC_ABORT;
+}
+#else
 static size_t fc_read_body(char *buf, size_t size, size_t nmemb, void *ud)
 {
 	struct fc_xfer *x = ud;
@@ -418,9 +454,16 @@ static int fc_seek_body(void *ud, curl_off_t offset, int origin)
 		return CURL_SEEKFUNC_CANTSEEK;
 	return CURL_SEEKFUNC_OK;
 }
+#endif
 
 static int fc_set_method(CURL *e, const struct fc_req *rq, struct fc_xfer *x)
 {
+#ifdef FC_HAVE_PREREQ
+	if (!rq->idempotent && strcmp(rq->method, "GET") != 0) {
+		curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, fc_prereq);
+		curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
+	}
+#endif
 	if (strcmp(rq->method, "GET") == 0)
 		return curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	if (rq->mime)
@@ -431,6 +474,7 @@ static int fc_set_method(CURL *e, const struct fc_req *rq, struct fc_xfer *x)
 	if (strcmp(rq->method, "DELETE") == 0 && !rq->body)
 		return 0;
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+#ifndef FC_HAVE_PREREQ
 	if (!rq->idempotent && rq->body) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, fc_read_body);
@@ -438,6 +482,9 @@ static int fc_set_method(CURL *e, const struct fc_req *rq, struct fc_xfer *x)
 		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, fc_seek_body);
 		return curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
 	}
+#else
+	(void)x;
+#endif
 	return curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
 }
 
@@ -502,10 +549,12 @@ static int fc_drive(struct fc_ctx *ctx, struct fc_conn *c, const struct fc_req *
 }
 
 static int fc_transport_error(struct fc_ctx *ctx, const struct fc_req *rq, int rc,
-			      bool *no_connect, struct sg_err *err)
+			      bool resend_refused, bool *no_connect, struct sg_err *err)
 {
 	const struct sg_host_api *host = ctx->host;
 
+	if (resend_refused)
+		rc = CURLE_SEND_FAIL_REWIND; /* fc_prereq stopped it: the same story */
 	switch (rc) {
 	case -1:
 		return host->errf(err, SG_E_CANCELLED, "fc: %s: cancelled", rq->what);
@@ -556,7 +605,7 @@ static int fc_attempt(struct fc_ctx *ctx, const struct fc_req *rq, struct fc_res
 	fc_conn_put(ctx->http, c);
 	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && (rp->capped || rp->stopped)))
 		return 0;
-	return fc_transport_error(ctx, rq, rc, no_connect, err);
+	return fc_transport_error(ctx, rq, rc, x.resend_refused, no_connect, err);
 }
 
 /* ---- retries ------------------------------------------------------------------------ */

@@ -183,6 +183,14 @@ static bool visible(const struct sg_entry *e, const struct sg_session *s)
 
 static bool adopt_persistent(bool only_if_changed);
 
+/* Orphans of dead sandgate processes belong to no live session: they stay
+ * addressable by explicit id until they expire, but no session lists them
+ * as its own. */
+static bool listed(const struct sg_entry *e, const struct sg_session *s)
+{
+	return !e->adopted && visible(e, s);
+}
+
 size_t sg_machine_list_visible(struct sg_session *s, struct sg_entry ***out)
 {
 	size_t n = 0, k = 0;
@@ -191,11 +199,11 @@ size_t sg_machine_list_visible(struct sg_session *s, struct sg_entry ***out)
 	adopt_persistent(true);
 	pthread_mutex_lock(&reg_lock);
 	for (struct sg_entry *e = registry; e; e = e->next)
-		n += visible(e, s);
+		n += listed(e, s);
 	*out = sg_xcalloc(n ? n : 1, sizeof(**out));
 	/* The registry is newest first: fill from the back for oldest first. */
 	for (struct sg_entry *e = registry; e; e = e->next) {
-		if (!visible(e, s))
+		if (!listed(e, s))
 			continue;
 		e->refs++;
 		(*out)[n - 1 - k++] = e;

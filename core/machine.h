@@ -52,7 +52,8 @@ int sg_machine_create(struct sg_session *s, const char *backend,
  * characters).  Returns a reference or NULL with SG_E_NOTFOUND. */
 struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_err *err);
 
-/* Every machine visible to s, oldest first, each a reference: *out is a
+/* Every machine visible to s but adopted orphans (addressable by id only),
+ * oldest first, each a reference: *out is a
  * new array (free() it after sg_machine_put() on each).  Returns the count. */
 size_t sg_machine_list_visible(struct sg_session *s, struct sg_entry ***out);
 

@@ -35,6 +35,12 @@ t.run(async () => {
       `${name}: owner, session and lifetime labels intact`, { labels: c?.labels });
   }
 
+  // addressable by id, but no session's own: status and machine_list leave them out
+  const st = await b.tool('sandbox_env', { action: 'status' });
+  const listedIds = (st.machines ?? []).map((m) => m.sandbox_id);
+  t.ok(!listedIds.includes(s1.sandbox_id) && !listedIds.includes(s2.sandbox_id),
+    'adopted sandboxes are not listed as the new session\'s machines', { listed: listedIds });
+
   const own = await b.tool('run_command', { command: 'true' });
   t.ok(own.sandbox_id !== s1.sandbox_id && own.sandbox_id !== s2.sandbox_id,
     'the new session does not take an adopted sandbox as its default');

@@ -12,52 +12,37 @@
 // SSH likewise once ssh.so has its runner, else in-band; FC is in-band.
 // Each run asserts its mode in shell_list and status.
 import { t, preflight, sdkClient, errorText, checkResultShape, waitFor, sleep } from '../lib/sg.mjs';
+import { backends as base } from '../lib/backends.mjs';
 
 // setup() starts what the backend needs and gives sandgate's arguments.
 // modes: one run of the body each, with extra server environment.
 const IN_BAND = [{ completion: 'in_band', env: {} }];
+// The shared backends, each with the completion modes its shells run in.
 const backends = {
   docker: {
-    name: 'docker',
-    container: true,
-    mutableBin: true,
+    ...base.docker,
     // Both explicit, so `make check-fallback` (runner off for all) runs both too.
     modes: [
       { completion: 'status_fd', env: { SANDGATE_DOCKER_RUNNER: 'true' } },
       { completion: 'in_band', env: { SANDGATE_DOCKER_RUNNER: 'false' } },
     ],
-    setup: async () => ({ args: [], env: {} }),
   },
   ssh: {
-    name: 'ssh',
-    container: false, // the "remote" is this host: never rename its binaries
-    mutableBin: false,
+    ...base.ssh,
     modes: IN_BAND,
     setup: async () => {
       const sshd = await import('../ssh/sshd.mjs');
-      const { startSshd, sshArgs, sshEnv, sshPreflight } = sshd;
-      await sshPreflight();
-      const s = await startSshd();
+      const started = await base.ssh.setup();
       // With its runner (sshd.mjs then has sshRunnerOn) ssh.so offers a
       // status fd like Docker; without it SSH shells are in-band.
       const modes = typeof sshd.sshRunnerOn === 'function' && sshd.sshRunnerOn()
         ? [{ completion: 'status_fd', env: { SANDGATE_SSH_RUNNER: 'true' } },
           { completion: 'in_band', env: { SANDGATE_SSH_RUNNER: 'false' } }]
         : IN_BAND;
-      return { args: sshArgs(s), env: sshEnv(), modes };
+      return { ...started, modes };
     },
   },
-  fc: {
-    name: 'fc',
-    container: true, // each sandbox is its own bubblewrap root in the emulator
-    mutableBin: false, // ... over the host's read-only /usr
-    modes: IN_BAND,
-    setup: async () => {
-      const { startEmulator } = await import('../fc/emu.mjs');
-      const emu = await startEmulator();
-      return { args: emu.args([]), env: emu.env() };
-    },
-  },
+  fc: { ...base.fc, modes: IN_BAND },
 };
 
 const MARKER = /[0-9a-f]{32}:[SEJB]/;

@@ -8,32 +8,9 @@
 //
 // The body is a function of the backend (SG_TEST_BACKEND, default docker).
 import { t, preflight, sdkClient, rawServer, resultData, errorText, docker, trackSandbox } from '../lib/sg.mjs';
+import { backendFromEnv } from '../lib/backends.mjs';
 
 // setup() starts what the backend needs and gives sandgate's arguments.
-const backends = {
-  docker: { name: 'docker', container: true, mutableBin: true, setup: async () => ({ args: [], env: {} }) },
-  ssh: {
-    name: 'ssh',
-    container: false, // the "remote" is this host: never rename its binaries
-    mutableBin: false,
-    setup: async () => {
-      const { startSshd, sshArgs, sshEnv, sshPreflight } = await import('../ssh/sshd.mjs');
-      await sshPreflight();
-      const s = await startSshd();
-      return { args: sshArgs(s), env: sshEnv() };
-    },
-  },
-  fc: {
-    name: 'fc',
-    container: true, // each sandbox is its own bubblewrap root in the emulator
-    mutableBin: false, // ... over the host's read-only /usr
-    setup: async () => {
-      const { startEmulator } = await import('../fc/emu.mjs');
-      const emu = await startEmulator();
-      return { args: emu.args([]), env: emu.env() };
-    },
-  },
-};
 
 // help as the very first call, pipelined behind initialize: the backends
 // load on a startup thread, and help must wait for them rather than list
@@ -152,7 +129,7 @@ async function body(srv, be) {
 }
 
 t.run(async () => {
-  const be = backends[process.env.SG_TEST_BACKEND || 'docker'];
+  const be = backendFromEnv();
   if (!be) await t.bailOut(`unknown SG_TEST_BACKEND ${process.env.SG_TEST_BACKEND}`);
   await preflight({ docker: be.name === 'docker' });
   Object.assign(be, await be.setup());

@@ -356,6 +356,14 @@ int main(int argc, char **argv)
 		if (i >= 0)
 			printf("%.3f %.3f\n", t[0], t[1]);
 	}
+	{
+		long port = 0;
+
+		/* The emulator logs each request's client port: this tells
+		 * libcurl's requests from sandgate's. */
+		curl_easy_getinfo(e, CURLINFO_LOCAL_PORT, &port);
+		printf("port %ld\n", port);
+	}
 	close(to_sg);
 	if (waitpid(pid, &status, 0) < 0)
 		die("waitpid");

@@ -223,10 +223,12 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v)
 }
 
 /* One row waiting for the writer thread.  All strings owned (freed by
- * row_free). */
+ * row_free).  details is made by the writer from args (redacted, then
+ * serialised), off the call's path; the row owns args. */
 struct row {
 	double ts;
 	char *session, *owner, *machine, *tool, *action, *status, *details, *error;
+	json_t *args;
 	int64_t duration_ms;
 	struct row *next;
 };
@@ -261,7 +263,25 @@ static void row_free(struct row *r)
 	free(r->status);
 	free(r->details);
 	free(r->error);
+	json_decref(r->args);
 	free(r);
+}
+
+/* The details column: the arguments with contents and secrets replaced
+ * (sandbox_env: its params). */
+static void row_details(struct row *r)
+{
+	json_t *src = r->args, *details;
+
+	if (r->details)
+		return;
+	if (!strcmp(r->tool, "sandbox_env"))
+		src = json_object_get(r->args, "params");
+	details = src ? sg_audit_redact(src) : json_object();
+	r->details = json_dumps(details, JSON_COMPACT);
+	json_decref(details);
+	json_decref(r->args);
+	r->args = NULL;
 }
 
 static void insert(sqlite3_stmt *st, const struct row *r)
@@ -301,8 +321,10 @@ static void write_rows(struct row *list)
 		return;
 	}
 	run(st_begin);
-	for (struct row *r = list; r; r = r->next)
+	for (struct row *r = list; r; r = r->next) {
+		row_details(r);
 		insert(st_insert, r);
+	}
 	sqlite3_clear_bindings(st_insert); /* drop the copies of the last row */
 	if (run(st_commit) != SQLITE_OK) {
 		SG_WARN("audit: cannot commit rows: %s", sqlite3_errmsg(db));
@@ -406,7 +428,6 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 {
 	bool is_env = !strcmp(tool, "sandbox_env");
 	json_t *structured = json_object_get(call_result, "structuredContent");
-	json_t *src = is_env ? json_object_get(args, "params") : args, *details;
 	const char *action = is_env ? json_string_value(json_object_get(args, "action")) : tool;
 	const char *status = cancelled ? "cancelled"
 			     : json_is_true(json_object_get(call_result, "isError")) ? "error" : "ok";
@@ -414,18 +435,18 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 	char error[AUDIT_ERROR_MAX + 1] = "";
 	struct row *r;
 
-	if (!strcmp(tool, "sandbox_audit_query"))
+	if (!strcmp(tool, "sandbox_audit_query")) {
+		json_decref(args);
 		return; /* reading the log is not an event in it */
+	}
 	if (!strcmp(status, "error")) {
 		const char *text = json_string_value(json_object_get(json_array_get(
 			json_object_get(call_result, "content"), 0), "text"));
 
 		snprintf(error, sizeof(error), "%s", text ? text : "");
 	}
-	details = src ? sg_audit_redact(src) : json_object();
 	r = sg_xcalloc(1, sizeof(*r));
-	r->details = json_dumps(details, JSON_COMPACT);
-	json_decref(details);
+	r->args = args;
 	r->ts = now_s();
 	r->session = sg_xstrdup(s->hash);
 	r->owner = sg_xstrdup(s->owner);
@@ -436,6 +457,7 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 	r->error = error[0] ? sg_xstrdup(error) : NULL;
 	r->duration_ms = duration_ms;
 	if (!sg_audit_file_backed()) {
+		row_details(r);
 		SG_INFO("audit: {\"tool\":\"%s\",\"action\":\"%s\",\"machine\":\"%s\",\"status\":\"%s\","
 			"\"duration_ms\":%lld,\"session\":\"%s\",\"details\":%s}",
 			r->tool, r->action, r->machine ? r->machine : "", r->status,

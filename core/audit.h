@@ -28,7 +28,8 @@ struct sg_session;
 /* True when rows go to a database file (the query tool exists). */
 bool sg_audit_file_backed(void);
 
-/* Records one tools/call: the tool, its arguments (borrowed), the
+/* Records one tools/call: the tool, its arguments (taken: the row owns
+ * them, and the caller may not touch them any more; NULL for none), the
  * CallToolResult (borrowed, may be NULL), how long it took, and whether the
  * client cancelled it.  Never fails the call: problems are logged.  Call it
  * before the reply goes out (a query made after the reply then finds the

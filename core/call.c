@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +31,44 @@ struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_t
 	return c;
 }
 
+/* Cancel eventfds outlive their calls in a small pool: a backend asks for
+ * one on every request it waits for, and making one (and its close) cost
+ * more than resetting it.  Under pool_lock. */
+#define EFD_POOL_MAX 16
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static int efd_pool[EFD_POOL_MAX];
+static int efd_pooled;
+
+static int efd_get(void)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&pool_lock);
+	if (efd_pooled > 0)
+		fd = efd_pool[--efd_pooled];
+	pthread_mutex_unlock(&pool_lock);
+	return fd >= 0 ? fd : eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+static void efd_put(int fd)
+{
+	uint64_t n;
+
+	/* Reset: a read takes the count back to zero (EAGAIN when it is). */
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&pool_lock);
+	if (efd_pooled < EFD_POOL_MAX) {
+		efd_pool[efd_pooled++] = fd;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (fd >= 0)
+		close(fd);
+}
+
 void sg_call_free(struct sg_call *c)
 {
 	if (!c)
@@ -36,7 +76,7 @@ void sg_call_free(struct sg_call *c)
 	json_decref(c->id);
 	json_decref(c->progress_token);
 	if (c->efd >= 0)
-		close(c->efd);
+		efd_put(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -69,7 +109,7 @@ int sg_call_cancel_fd(const struct sg_call *cc)
 		return -1;
 	pthread_mutex_lock(&c->lock);
 	if (c->efd < 0) {
-		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		c->efd = efd_get();
 		if (c->efd >= 0 && atomic_load(&c->cancelled) &&
 		    write(c->efd, &one, sizeof(one)) < 0) {
 			/* see sg_call_cancel */

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,7 +293,91 @@ static const char *seed_env(const struct sg_config_key *k, char *name, size_t n)
 	return NULL;
 }
 
+/* A resolution scans the entries, the environment and the key tables, and
+ * a tool call reads several keys; once frozen (a server is running: no
+ * setenv, no reload) the value of a registered key cannot change, so it is
+ * remembered.  Keys registered later (a backend loading) are resolved
+ * afresh until then.  Slots are never removed before sg_config_reset(). */
+#define MEMO_SLOTS 256
+struct memo {
+	char *section, *key; /* NULL: free slot */
+	const char *value;
+};
+static struct memo memo[MEMO_SLOTS];
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool frozen;
+
+void sg_config_freeze(void)
+{
+	atomic_store(&frozen, true);
+}
+
+static unsigned memo_hash(const char *section, const char *key)
+{
+	unsigned h = 2166136261u; /* FNV-1a */
+
+	for (const char *p = section; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ '.') * 16777619u;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
+/* The remembered slot of section.key, or the free slot where it belongs,
+ * or NULL when the table is full.  Called with memo_lock held. */
+static struct memo *memo_slot(const char *section, const char *key)
+{
+	unsigned h = memo_hash(section, key);
+
+	for (unsigned i = 0; i < MEMO_SLOTS; i++) {
+		struct memo *m = &memo[(h + i) % MEMO_SLOTS];
+
+		if (!m->section || (!strcmp(m->section, section) && !strcmp(m->key, key)))
+			return m;
+	}
+	return NULL;
+}
+
+static void memo_clear(void)
+{
+	pthread_mutex_lock(&memo_lock);
+	for (unsigned i = 0; i < MEMO_SLOTS; i++) {
+		free(memo[i].section);
+		free(memo[i].key);
+	}
+	memset(memo, 0, sizeof(memo));
+	atomic_store(&frozen, false);
+	pthread_mutex_unlock(&memo_lock);
+}
+
+static const char *resolve(const char *section, const char *key);
+
 const char *sg_config_get(const char *section, const char *key)
+{
+	struct memo *m;
+	const char *v;
+
+	if (!atomic_load(&frozen))
+		return resolve(section, key);
+	pthread_mutex_lock(&memo_lock);
+	m = memo_slot(section, key);
+	if (m && m->section) {
+		v = m->value;
+		pthread_mutex_unlock(&memo_lock);
+		return v;
+	}
+	v = resolve(section, key);
+	if (m && find_key(section, key)) {
+		m->section = sg_xstrdup(section);
+		m->key = sg_xstrdup(key);
+		m->value = v;
+	}
+	pthread_mutex_unlock(&memo_lock);
+	return v;
+}
+
+static const char *resolve(const char *section, const char *key)
 {
 	const struct cfg_entry *e = last_entry(section, key, SRC_CLI);
 	const struct sg_config_key *k;
@@ -594,6 +679,7 @@ const char *sg_config_file(void)
 
 void sg_config_reset(void)
 {
+	memo_clear();
 	while (entries) {
 		struct cfg_entry *e = entries;
 

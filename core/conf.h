@@ -72,6 +72,11 @@ void sg_config_each_key(void (*fn)(const char *section, const struct sg_config_k
 /* The path of the file that was loaded, or NULL. */
 const char *sg_config_file(void);
 
+/* Declares the sources fixed (a server runs: nothing calls setenv or
+ * loads a file any more), so that sg_config_get() may remember what it
+ * resolved for registered keys.  Undone by sg_config_reset(). */
+void sg_config_freeze(void);
+
 /* Frees everything (tests and clean shutdown). */
 void sg_config_reset(void);
 

@@ -403,15 +403,11 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 
 void sg_machine_touch(struct sg_entry *e)
 {
-	int64_t now = sg_time_s(), saved = atomic_load(&e->last_saved);
+	int64_t now = sg_time_s();
 
 	atomic_store(&e->last_used, now);
-	/* Labels cannot change: the last use lives in the state db, written at
-	 * most once a second per sandbox, by one of concurrent callers. */
-	if (e->ephemeral && now != saved &&
-	    atomic_compare_exchange_strong(&e->last_saved, &saved, now)) {
-		sg_state_touch(e->m.backend->name, e->m.id, now);
-	}
+	/* Labels cannot change: the last use lives in the state db, where the
+	 * reaper writes it (sg_machine_save_touches), off the call's path. */
 	if (e->lifetime_s && SG_HAS(e->m.backend, machine_keepalive)) {
 		struct sg_err err;
 
@@ -510,6 +506,36 @@ static bool expired(struct sg_entry *e, void *ud)
 
 	return e->ephemeral && e->lifetime_s &&
 	       atomic_load(&e->last_used) + (int64_t)e->lifetime_s <= now;
+}
+
+void sg_machine_save_touches(void)
+{
+	struct touch {
+		const char *backend; /* the plugin's, loaded until exit */
+		char id[SG_ID_MAX];
+		int64_t used;
+	} *list = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_entry *e = registry; e; e = e->next) {
+		int64_t used = atomic_load(&e->last_used);
+
+		if (e->dead || !e->ephemeral || used == atomic_load(&e->last_saved))
+			continue;
+		atomic_store(&e->last_saved, used);
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			list = sg_xrealloc(list, cap * sizeof(*list));
+		}
+		list[n].backend = e->m.backend->name;
+		snprintf(list[n].id, sizeof(list[n].id), "%s", e->m.id);
+		list[n++].used = used;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	for (size_t i = 0; i < n; i++)
+		sg_state_touch(list[i].backend, list[i].id, list[i].used);
+	free(list);
 }
 
 int sg_machine_reap_expired(void)

@@ -98,6 +98,12 @@ void sg_machine_start_join(void);
  * a caller that lists the loaded plugins sees all of them. */
 void sg_machine_wait_ready(void);
 
+/* Writes the last use of each ephemeral machine used since the last time
+ * to the state db (sg_state_touch), where a process adopting it after this
+ * one died finds it.  The reaper calls it once a second, so that no call
+ * waits on the db. */
+void sg_machine_save_touches(void);
+
 /* Destroys every ephemeral machine whose expiry passed.  Returns how many. */
 int sg_machine_reap_expired(void);
 

@@ -183,6 +183,8 @@ static int setup(const struct cli *c, bool lazy_backends)
 		fprintf(stderr, "sandgate: %s\n", err.msg);
 		return EXIT_CONFIG;
 	}
+	if (lazy_backends)
+		sg_config_freeze(); /* a server: the sources stay as they are */
 	lvl = sg_log_level_parse(sg_config_get("log", "level"));
 	if (lvl >= 0)
 		sg_log_set_level(lvl);

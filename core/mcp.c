@@ -155,6 +155,7 @@ static void run_job(struct tool_job *job)
 	/* The row is queued before the reply, so a client that queries the log
 	 * next sees the call it just made; it is written after (the kick). */
 	sg_audit_tool_call(s, job->tool->name, job->args, result, took, cancelled);
+	job->args = NULL; /* the audit row's now */
 	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)took);
 	/* A cancelled request gets no response (basic/utilities/cancellation). */
 	if (cancelled) {
@@ -168,7 +169,6 @@ static void run_job(struct tool_job *job)
 		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
 	}
 	sg_audit_kick();
-	json_decref(job->args);
 	sg_session_call_remove(s, call);
 	sg_call_free(call);
 	free(job);
@@ -224,8 +224,9 @@ void sg_mcp_drain(void)
 	pthread_mutex_unlock(&workers_lock);
 }
 
-/* Starts tools/call on its own thread.  Returns a JSON-RPC error to send
- * now, or NULL when the thread will answer. */
+/* Starts tools/call on its own thread, or runs it here (see handoff in
+ * struct sg_transport_ops).  Returns a JSON-RPC error to send now, or NULL
+ * when the call is (or will be) answered. */
 static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struct reply_to *rt)
 {
 	const char *name = json_string_value(json_object_get(m->params, "name"));
@@ -278,6 +279,17 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	job->args = json_is_object(args) ? json_deep_copy(args) : NULL;
 	job->rt = *rt;
 	sg_session_call_add(s, job->call);
+	/* The reading thread runs the call itself when its transport lets
+	 * another thread read on (stdio): no wake-up of a second thread on the
+	 * call's way in. */
+	if (!rt->batch && s->ops->handoff && s->ops->handoff(s->ctx)) {
+		run_job(job);
+		pthread_mutex_lock(&workers_lock);
+		workers--;
+		pthread_cond_broadcast(&workers_cond);
+		pthread_mutex_unlock(&workers_lock);
+		return NULL;
+	}
 	pthread_mutex_lock(&workers_lock);
 	if (pool_idle > pool_queued) {
 		job->next = pool_jobs;

@@ -24,7 +24,9 @@ struct sg_session;
  * HTTP).  Replies go out through the session's transport; `transport_ctx`
  * is stored in each call it starts (HTTP: the request's stream).  Returns
  * the number of responses that will be sent (0 for only notifications or
- * responses: HTTP answers 202). */
+ * responses: HTTP answers 202).  `data` is parsed before anything else
+ * happens, so when the transport's handoff runs the caller's buffer is
+ * free to be reused. */
 int sg_mcp_handle(struct sg_session *s, const char *data, size_t len, void *transport_ctx);
 
 /* True when `version` is a protocol revision sandgate speaks. */

@@ -26,6 +26,7 @@ static void *reaper_main(void *arg)
 		if (reaper_stop_flag)
 			break;
 		pthread_mutex_unlock(&reaper_lock);
+		sg_machine_save_touches();
 		sg_machine_reap_expired();
 		pthread_mutex_lock(&reaper_lock);
 	}

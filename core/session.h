@@ -27,6 +27,12 @@ struct sg_transport_ops {
 	 * request gets no response, MCP basic/utilities/cancellation), so a
 	 * transport waiting for its final response can stop waiting. */
 	void (*dropped)(void *ctx, struct sg_call *call);
+	/* Optional: called from sg_mcp_handle() on the thread that gave it a
+	 * lone tools/call, once the call is accepted.  Returns true when the
+	 * transport has passed reading on to another thread, so the call runs
+	 * on this one and sg_mcp_handle() returns when it is answered; false
+	 * to have a worker thread run it (the default). */
+	bool (*handoff)(void *ctx);
 };
 
 struct sg_session {

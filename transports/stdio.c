@@ -2,13 +2,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/conf.h"
@@ -22,10 +24,16 @@
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool out_broken;
 
-static void write_all(int fd, const char *p, size_t n)
+/* Writes the message and its newline in one writev, under the lock, so
+ * concurrent replies never interleave and the client is woken once. */
+static void write_line(const char *data, size_t len)
 {
-	while (n > 0 && !out_broken) {
-		ssize_t w = write(fd, p, n);
+	static char newline[] = "\n";
+	struct iovec iov[2] = { { (void *)data, len }, { newline, 1 } };
+	int i = 0;
+
+	while (i < 2 && !out_broken) {
+		ssize_t w = writev(STDOUT_FILENO, iov + i, 2 - i);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -34,73 +42,167 @@ static void write_all(int fd, const char *p, size_t n)
 			out_broken = true;
 			return;
 		}
-		p += w;
-		n -= (size_t)w;
+		while (i < 2 && (size_t)w >= iov[i].iov_len)
+			w -= (ssize_t)iov[i++].iov_len;
+		if (i < 2) {
+			iov[i].iov_base = (char *)iov[i].iov_base + w;
+			iov[i].iov_len -= (size_t)w;
+		}
 	}
 }
 
-/* One message, one line: the newline goes out in the same locked write so
- * concurrent replies never interleave. */
 static void stdio_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
 {
 	(void)ctx;
 	(void)call;
 	(void)final;
 	pthread_mutex_lock(&out_lock);
-	write_all(STDOUT_FILENO, data, len);
-	write_all(STDOUT_FILENO, "\n", 1);
+	write_line(data, len);
 	pthread_mutex_unlock(&out_lock);
 }
 
-static const struct sg_transport_ops stdio_ops = { .name = "stdio", .send = stdio_send };
+static bool stdio_handoff(void *ctx);
+
+static const struct sg_transport_ops stdio_ops = {
+	.name = "stdio", .send = stdio_send, .handoff = stdio_handoff,
+};
 
 struct line_reader {
 	char *buf;
-	size_t len, cap;
-	size_t max;      /* largest message accepted */
-	bool discarding; /* inside an oversized line */
+	size_t off, len, cap; /* buf[off, len) is not handled yet */
+	size_t max;           /* largest message accepted */
+	bool discarding;      /* inside an oversized line */
 };
 
-static void handle_line(struct sg_session *s, char *line, size_t n)
+/* Reading is a role that passes between threads (leader/follower).  The
+ * thread that reads a tools/call runs it itself, and another thread, already
+ * asleep on the same epoll set, reads the next message: a call's way in has
+ * no thread wake-up (about 13 us for the waker here, plus the wakee's
+ * latency).  Holding the input means holding in_lock; the input is handed
+ * on by re-arming stdin (EPOLLONESHOT: one event, one thread), or, when
+ * whole lines are still buffered, the kick eventfd.  The main thread only
+ * waits for the end. */
+#define READERS_IDLE_MAX 2
+#define READER_STACK (1024 * 1024) /* calls run here too; jansson recurses */
+
+enum { EV_INPUT, EV_KICK, EV_SIGNAL, EV_END };
+
+static struct {
+	pthread_mutex_t in_lock; /* held by the thread holding the input */
+	struct line_reader r;
+	bool pollable;           /* stdin works with epoll (not a regular file) */
+
+	pthread_mutex_t lock;    /* guards what follows */
+	pthread_cond_t gone;     /* ended, or a thread exited */
+	bool ended;              /* end of input, read error or signal */
+	bool last_line;          /* handling the unterminated last line */
+	int grace_ms;            /* for calls in flight at the end */
+	int waiting;             /* threads in epoll_wait, or about to be */
+	int threads;             /* reader threads alive */
+
+	struct sg_session *s;
+	int ep, sfd, kfd, efd;   /* epoll set, signalfd, kick and end eventfds */
+} rd = {
+	.in_lock = PTHREAD_MUTEX_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.gone = PTHREAD_COND_INITIALIZER,
+	.ep = -1, .sfd = -1, .kfd = -1, .efd = -1,
+};
+
+static __thread bool holds_input;
+
+static int arm(int op, int fd, uint32_t events, uint32_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = tag };
+
+	return epoll_ctl(rd.ep, op, fd, &ev);
+}
+
+/* Gives the input up: the next event goes to one waiting thread.  Called
+ * by the holder, which must not touch rd.r after. */
+static void release_input(void)
+{
+	struct line_reader *r = &rd.r;
+	bool lines = memchr(r->buf + r->off, '\n', r->len - r->off) != NULL;
+	uint64_t one = 1;
+
+	holds_input = false;
+	pthread_mutex_unlock(&rd.in_lock);
+	if (lines || !rd.pollable) {
+		arm(EPOLL_CTL_MOD, rd.kfd, EPOLLIN | EPOLLONESHOT, EV_KICK);
+		if (write(rd.kfd, &one, sizeof(one)) < 0) {
+			/* only on overflow, and it is readable then */
+		}
+	} else {
+		arm(EPOLL_CTL_MOD, STDIN_FILENO, EPOLLIN | EPOLLONESHOT, EV_INPUT);
+	}
+}
+
+static void end_input(int grace_ms)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&rd.lock);
+	if (!rd.ended) {
+		rd.ended = true;
+		rd.grace_ms = grace_ms;
+		/* Level-triggered and never read: every thread's epoll_wait
+		 * returns from now on. */
+		if (write(rd.efd, &one, sizeof(one)) < 0) {
+			/* see release_input */
+		}
+		pthread_cond_broadcast(&rd.gone);
+	}
+	pthread_mutex_unlock(&rd.lock);
+}
+
+static void handle_line(char *line, size_t n)
 {
 	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
 		n--;
 	if (n == 0)
 		return;
-	sg_mcp_handle(s, line, n, NULL);
+	sg_mcp_handle(rd.s, line, n, NULL);
 }
 
-/* Takes the complete lines out of the buffer. */
-static void drain_lines(struct sg_session *s, struct line_reader *r)
+/* Handles the complete lines in the buffer.  Returns false when a call
+ * took this thread (the input went to another). */
+static bool drain_lines(struct line_reader *r)
 {
-	size_t start = 0;
+	char *nl;
 
-	for (;;) {
-		char *nl = memchr(r->buf + start, '\n', r->len - start);
+	while ((nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
+		char *line = r->buf + r->off;
 
-		if (!nl)
-			break;
+		/* Consumed before it is handled: the next holder starts after
+		 * it. */
+		r->off = (size_t)(nl - r->buf) + 1;
 		if (r->discarding) {
 			r->discarding = false;
-		} else {
-			handle_line(s, r->buf + start, (size_t)(nl - (r->buf + start)));
+			continue;
 		}
-		start = (size_t)(nl - r->buf) + 1;
+		handle_line(line, (size_t)(nl - line));
+		if (!holds_input)
+			return false;
 	}
-	memmove(r->buf, r->buf + start, r->len - start);
-	r->len -= start;
+	memmove(r->buf, r->buf + r->off, r->len - r->off);
+	r->len -= r->off;
+	r->off = 0;
 	if (r->len > r->max) {
 		char msg[160];
 
 		snprintf(msg, sizeof(msg), "message larger than %zu bytes ([server] max_message_bytes): it was dropped",
 			 r->max);
-		sg_session_send(s, NULL, sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL), true);
+		sg_session_send(rd.s, NULL, sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL), true);
 		r->len = 0;
 		r->discarding = true;
 	}
+	return true;
 }
 
-static int read_some(struct sg_session *s, struct line_reader *r)
+/* Reads what stdin has.  Returns 1 after reading, 0 at the end of input
+ * (or a read error). */
+static int read_some(struct line_reader *r)
 {
 	ssize_t n;
 
@@ -108,75 +210,197 @@ static int read_some(struct sg_session *s, struct line_reader *r)
 		r->cap = r->cap ? r->cap * 2 : 131072;
 		r->buf = sg_xrealloc(r->buf, r->cap);
 	}
-	n = read(STDIN_FILENO, r->buf + r->len, r->cap - r->len);
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN ? 1 : -1;
-	if (n == 0)
+	do
+		n = read(STDIN_FILENO, r->buf + r->len, r->cap - r->len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 1;
+	if (n <= 0)
 		return 0;
 	r->len += (size_t)n;
-	drain_lines(s, r);
 	return 1;
 }
 
-int sg_stdio_run(void)
+/* Runs with the input held after an EV_INPUT or EV_KICK event: reads (for
+ * EV_INPUT), handles the lines, and gives the input up again, unless a
+ * call took it along. */
+static void hold_input(uint32_t tag)
 {
-	struct line_reader r = { 0 };
-	struct sg_session *s;
-	struct pollfd pfd[2];
-	sigset_t mask;
-	int sfd;
-	char owner[64];
+	struct line_reader *r = &rd.r;
+	uint64_t n;
 
-	/* No child may inherit the protocol channel. */
-	fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
-	fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
+	pthread_mutex_lock(&rd.in_lock);
+	holds_input = true;
+	if (tag == EV_KICK && read(rd.kfd, &n, sizeof(n)) < 0) {
+		/* already drained: nothing to undo */
+	}
+	if (tag == EV_INPUT || !rd.pollable) {
+		if (read_some(r) == 0) {
+			if (drain_lines(r) && r->len > 0 && !r->discarding) {
+				/* Nobody would read after it: no hand-off. */
+				pthread_mutex_lock(&rd.lock);
+				rd.last_line = true;
+				pthread_mutex_unlock(&rd.lock);
+				handle_line(r->buf, r->len);
+			}
+			SG_DEBUG("end of input, ending the session");
+			end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);
+			if (holds_input) {
+				holds_input = false;
+				pthread_mutex_unlock(&rd.in_lock);
+			}
+			return;
+		}
+	}
+	if (drain_lines(r))
+		release_input();
+}
+
+static void *reader_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&rd.lock);
+	while (!rd.ended) {
+		struct epoll_event ev;
+		int n;
+
+		if (rd.waiting >= READERS_IDLE_MAX)
+			break; /* enough threads wait already */
+		rd.waiting++;
+		pthread_mutex_unlock(&rd.lock);
+		n = epoll_wait(rd.ep, &ev, 1, -1);
+		pthread_mutex_lock(&rd.lock);
+		rd.waiting--;
+		if (n <= 0 || rd.ended || ev.data.u32 == EV_END) {
+			if (n < 0 && errno != EINTR)
+				break;
+			continue;
+		}
+		pthread_mutex_unlock(&rd.lock);
+		if (ev.data.u32 == EV_SIGNAL) {
+			struct signalfd_siginfo si;
+
+			if (read(rd.sfd, &si, sizeof(si)) == sizeof(si))
+				SG_INFO("signal %u received, ending the session", si.ssi_signo);
+			end_input(0);
+		} else {
+			hold_input(ev.data.u32);
+		}
+		pthread_mutex_lock(&rd.lock);
+	}
+	rd.threads--;
+	pthread_cond_broadcast(&rd.gone);
+	pthread_mutex_unlock(&rd.lock);
+	return NULL;
+}
+
+/* Starts a reader thread; called with rd.lock held. */
+static bool start_reader(void)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	bool ok;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, READER_STACK);
+	ok = pthread_create(&th, &attr, reader_main, NULL) == 0;
+	pthread_attr_destroy(&attr);
+	if (ok)
+		rd.threads++;
+	return ok;
+}
+
+/* Gives the input to a waiting thread so that this one can run a call (see
+ * handoff in struct sg_transport_ops); starts a thread when none waits. */
+static bool stdio_handoff(void *ctx)
+{
+	bool ok;
+
+	(void)ctx;
+	if (!holds_input)
+		return false;
+	pthread_mutex_lock(&rd.lock);
+	ok = !rd.last_line && !rd.ended && (rd.waiting > 0 || start_reader());
+	pthread_mutex_unlock(&rd.lock);
+	if (ok)
+		release_input();
+	return ok;
+}
+
+/* The epoll set every reader thread waits on.  Returns 0, or -1 (logged). */
+static int open_events(void)
+{
+	sigset_t mask;
+
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	r.max = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
-	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
-	s = sg_session_new(&stdio_ops, NULL, owner);
-	SG_DEBUG("stdio session %s started", s->hash);
-	pfd[0].fd = STDIN_FILENO;
-	pfd[0].events = POLLIN;
-	pfd[1].fd = sfd;
-	pfd[1].events = POLLIN;
-	int grace_ms = 0;
-
-	for (;;) {
-		int rc = poll(pfd, sfd >= 0 ? 2 : 1, -1);
-
-		if (rc < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (sfd >= 0 && (pfd[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				SG_INFO("signal %u received, ending the session", si.ssi_signo);
-			break;
-		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			rc = read_some(s, &r);
-			if (rc <= 0) {
-				if (r.len > 0 && !r.discarding)
-					handle_line(s, r.buf, r.len);
-				SG_DEBUG("end of input, ending the session");
-				grace_ms = (int)sg_config_int("server", "shutdown_grace", 10) * 1000;
-				break;
-			}
-		}
+	rd.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	rd.kfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rd.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (rd.sfd < 0 || rd.kfd < 0 || rd.efd < 0 || rd.ep < 0 ||
+	    arm(EPOLL_CTL_ADD, rd.sfd, EPOLLIN | EPOLLONESHOT, EV_SIGNAL) < 0 ||
+	    arm(EPOLL_CTL_ADD, rd.kfd, EPOLLONESHOT, EV_KICK) < 0 ||
+	    arm(EPOLL_CTL_ADD, rd.efd, EPOLLIN, EV_END) < 0) {
+		SG_ERROR("stdio: cannot set up epoll: %s", strerror(errno));
+		return -1;
 	}
-	sg_session_close(s, grace_ms);
-	sg_mcp_drain();
-	sg_session_unref(s);
-	free(r.buf);
-	if (sfd >= 0)
-		close(sfd);
+	rd.pollable = arm(EPOLL_CTL_ADD, STDIN_FILENO, EPOLLIN | EPOLLONESHOT, EV_INPUT) == 0;
+	if (!rd.pollable) {
+		/* A regular file (EPERM) is always readable: kick instead. */
+		uint64_t one = 1;
+
+		arm(EPOLL_CTL_MOD, rd.kfd, EPOLLIN | EPOLLONESHOT, EV_KICK);
+		if (write(rd.kfd, &one, sizeof(one)) < 0)
+			return -1;
+	}
 	return 0;
+}
+
+static void close_events(void)
+{
+	int *fds[] = { &rd.ep, &rd.sfd, &rd.kfd, &rd.efd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int sg_stdio_run(void)
+{
+	char owner[64];
+	bool started = false;
+
+	/* No child may inherit the protocol channel. */
+	fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
+	fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
+	rd.r.max = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
+	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
+	rd.s = sg_session_new(&stdio_ops, NULL, owner);
+	SG_DEBUG("stdio session %s started", rd.s->hash);
+	pthread_mutex_lock(&rd.lock);
+	if (open_events() == 0)
+		started = start_reader();
+	while (started && !rd.ended)
+		pthread_cond_wait(&rd.gone, &rd.lock);
+	pthread_mutex_unlock(&rd.lock);
+	if (!started)
+		SG_ERROR("stdio: cannot start reading");
+	sg_session_close(rd.s, rd.grace_ms);
+	sg_mcp_drain();
+	/* Threads that ran calls come back, see the end and exit. */
+	pthread_mutex_lock(&rd.lock);
+	while (rd.threads > 0)
+		pthread_cond_wait(&rd.gone, &rd.lock);
+	pthread_mutex_unlock(&rd.lock);
+	sg_session_unref(rd.s);
+	free(rd.r.buf);
+	close_events();
+	return started ? 0 : 1;
 }

@@ -82,6 +82,13 @@ struct fc_machine {
 	char template_name[SG_ID_MAX];
 	_Atomic int64_t last_keepalive_ms; /* monotonic ms of the last push */
 	atomic_int interp;               /* -1 unknown, 0 no /execute, 1 has it */
+	/* The fixed parts of a process Start, made on its first use
+	 * (fc_proc_start): the URL, and the headers for one command timeout.
+	 * Never changed once set; freed, token wiped, by fc_machine_release(). */
+	pthread_mutex_t start_lock;
+	char *start_url;
+	struct curl_slist *start_headers;
+	unsigned start_timeout_ms;
 };
 
 /* ---- fc.c ------------------------------------------------------------------ */

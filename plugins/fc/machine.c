@@ -8,6 +8,8 @@
 
 #include "plugins/fc/fc.h"
 
+#include <curl/curl.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +95,7 @@ static int fc_bind(struct fc_ctx *ctx, const struct fc_sandbox_info *info, const
 	if (!fm)
 		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 	fm->ctx = ctx;
+	pthread_mutex_init(&fm->start_lock, NULL);
 	snprintf(fm->id, sizeof(fm->id), "%s", info->id);
 	snprintf(fm->token, sizeof(fm->token), "%s", info->token);
 	snprintf(fm->envd_version, sizeof(fm->envd_version), "%s", info->envd_version);
@@ -186,6 +189,11 @@ void fc_machine_release(struct sg_machine *m)
 	if (!fm)
 		return;
 	explicit_bzero(fm->token, sizeof(fm->token));
+	for (struct curl_slist *h = fm->start_headers; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data)); /* the token is in one */
+	curl_slist_free_all(fm->start_headers);
+	free(fm->start_url);
+	pthread_mutex_destroy(&fm->start_lock);
 	free(fm);
 	m->handle = NULL;
 }

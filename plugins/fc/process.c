@@ -222,6 +222,35 @@ static struct curl_slist *fc_start_headers(struct fc_machine *fm, unsigned timeo
 	return h;
 }
 
+/* The Start URL and headers of fm for timeout_ms, made once per machine
+ * (a call's path then builds neither).  *url is fm's; *headers is fm's, or,
+ * for another timeout than the first one's, the caller's (*own, to free).
+ * Returns 0, or -1 with err (out of memory). */
+static int fc_start_parts(struct fc_machine *fm, unsigned timeout_ms, const char **url,
+			  struct curl_slist **headers, struct curl_slist **own, struct sg_err *err)
+{
+	int ret = 0;
+
+	*own = NULL;
+	pthread_mutex_lock(&fm->start_lock);
+	if (!fm->start_url)
+		fm->start_url = fc_data_url(fm, FC_ENVD_PORT, "/process.Process/Start");
+	if (!fm->start_headers) {
+		fm->start_headers = fc_start_headers(fm, timeout_ms, err);
+		fm->start_timeout_ms = timeout_ms;
+	}
+	*url = fm->start_url;
+	*headers = fm->start_headers;
+	if (fm->start_headers && fm->start_timeout_ms != timeout_ms)
+		*headers = *own = fc_start_headers(fm, timeout_ms, err);
+	pthread_mutex_unlock(&fm->start_lock);
+	if (!*url || !*headers)
+		ret = -1;
+	if (!*url)
+		fm->ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	return ret;
+}
+
 int fc_proc_start(struct fc_machine *fm, const struct sg_exec_req *req, bool stdin_open,
 		  struct fc_proc_events *pe, struct sg_call *call, int abort_fd,
 		  long *status, struct sg_err *err)
@@ -234,16 +263,16 @@ int fc_proc_start(struct fc_machine *fm, const struct sg_exec_req *req, bool std
 	json_t *body = fc_start_request(fm, req, stdin_open);
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	unsigned char *env = text ? fc_envelope(FC_ENV_DATA, text, strlen(text)) : NULL;
+	struct curl_slist *own = NULL;
 	int ret = -1;
 
 	*status = 0;
-	rq.url = fc_data_url(fm, FC_ENVD_PORT, "/process.Process/Start");
-	rq.headers = fc_start_headers(fm, req->timeout_ms, err);
-	if (!env || !rq.url || !rq.headers) {
-		if (!env || !rq.url)
-			ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	if (!env) {
+		ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 		goto out;
 	}
+	if (fc_start_parts(fm, req->timeout_ms, &rq.url, &rq.headers, &own, err) < 0)
+		goto out;
 	/* ref. 5.1, 5.4: the streaming request is enveloped too */
 	rq.body = env;
 	rq.body_len = strlen(text) + 5;
@@ -258,8 +287,7 @@ out:
 	json_decref(body);
 	free(text);
 	free(env);
-	free((char *)rq.url); /* ours: made above */
-	curl_slist_free_all(rq.headers);
+	curl_slist_free_all(own);
 	fc_resp_free(ctx, &rp);
 	return ret;
 }

@@ -4,7 +4,7 @@
 // the contract.  Node 20, no packages.
 //
 //   node t/fc/emulator.mjs --ready FILE [--api-key KEY] [--root DIR]
-//        [--upload-status 201] [--faults JSON]
+//        [--upload-status 201] [--faults JSON] [--log-max 2000]
 //
 // It listens on 127.0.0.1 on an ephemeral port and writes the port to the
 // ready file.  One listener serves the platform API (ref. 2) and the data
@@ -25,7 +25,11 @@
 // Test control, under /_emu/ (no auth, loopback only):
 //   GET  /_emu/state            counts of non-idempotent requests (create,
 //                               write, start, execute) as they arrived, the
-//                               request log, sandboxes with tokens and processes
+//                               request log (the last --log-max requests; a
+//                               data-plane entry has the client's port and,
+//                               once answered, `us`: microseconds from the
+//                               request's arrival to its response's end),
+//                               sandboxes with tokens and processes
 //   POST /_emu/faults           {"faults":[rule...]} appends fault rules
 //   DELETE /_emu/faults         clears them
 //   POST /_emu/expire/<id>      the sandbox expires now ("all" for every one)
@@ -63,6 +67,7 @@ function parseArgs(argv) {
     root: process.env.FC_EMU_ROOT,
     uploadStatus: Number(process.env.FC_EMU_UPLOAD_STATUS || 201),
     faults: process.env.FC_EMU_FAULTS,
+    logMax: 2000,
     templates: ['base', 'code-interpreter-v1'],
   };
   for (let i = 2; i < argv.length; i++) {
@@ -73,6 +78,7 @@ function parseArgs(argv) {
     else if (a === '--root') o.root = v();
     else if (a === '--upload-status') o.uploadStatus = Number(v());
     else if (a === '--faults') o.faults = v();
+    else if (a === '--log-max') o.logMax = Number(v());
     else throw new Error(`unknown option ${a}`);
   }
   return o;
@@ -110,7 +116,7 @@ function normFault(f) {
 
 function logReq(entry) {
   state.log.push(entry);
-  if (state.log.length > 2000) state.log.splice(0, state.log.length - 2000);
+  if (state.log.length > opts.logMax) state.log.splice(0, state.log.length - opts.logMax);
 }
 
 // ---- small http helpers ---------------------------------------------------------
@@ -446,7 +452,10 @@ function dataOp(method, p, port) {
 
 async function dataPlane(req, res, url, sid, port) {
   const op = dataOp(req.method, url.pathname, port);
-  const entry = { at: Date.now(), plane: 'data', op, method: req.method, path: url.pathname, sandbox: sid, port };
+  const entry = { at: Date.now(), plane: 'data', op, method: req.method, path: url.pathname, sandbox: sid, port,
+    client: req.socket.remotePort };
+  const t0 = process.hrtime.bigint();
+  res.on('finish', () => { entry.us = Number(process.hrtime.bigint() - t0) / 1000; });
   logReq(entry);
   if (NON_IDEMPOTENT.has(op)) state.counts[op] = (state.counts[op] || 0) + 1;
   const f = takeFault(op, sid);

@@ -90,9 +90,10 @@ void sg_session_send(struct sg_session *s, struct sg_call *call, json_t *msg, bo
 	size_t len;
 	char *data = sg_rpc_dump(msg, &len);
 
-	json_decref(msg);
 	s->ops->send(s->ctx, call, data, len, final);
+	/* Freed after the send: the message is on its way meanwhile. */
 	free(data);
+	json_decref(msg);
 }
 
 void sg_session_notify(struct sg_session *s, struct sg_call *call, const char *method,

@@ -617,18 +617,24 @@ export async function rawServer(extraArgs = [], env = {}, opts = {}) {
 
 // ---- sandgate CLI -------------------------------------------------------------------------
 
-/** Runs `$SANDGATE_BIN ...args`; resolves {code, signal, stdout, stderr, ms}. */
+/**
+ * Runs `$SANDGATE_BIN ...args`; resolves {code, signal, stdout, stderr, ms}.
+ * opts: input (written to stdin, then closed), stdinFile (a file opened as
+ * stdin instead of a pipe), timeout (ms).
+ */
 export async function runCli(args, env = {}, opts = {}) {
   const t0 = Date.now();
   const stderrPath = stderrFile();
   return new Promise((resolve) => {
-    const child = spawn(process.env.SANDGATE_BIN, args, { env: serverEnv(env), stdio: ['pipe', 'pipe', 'pipe'], cwd: tmpdir() });
+    const stdin = opts.stdinFile ? fs.openSync(opts.stdinFile, 'r') : 'pipe';
+    const child = spawn(process.env.SANDGATE_BIN, args, { env: serverEnv(env), stdio: [stdin, 'pipe', 'pipe'], cwd: tmpdir() });
+    if (typeof stdin === 'number') fs.closeSync(stdin);
     const h = procHandle(child, stderrPath, args);
     const out = [];
     const err = [];
     child.stdout.on('data', (c) => out.push(c));
     child.stderr.on('data', (c) => err.push(c));
-    if (opts.input !== undefined) child.stdin.end(opts.input); else child.stdin.end();
+    if (!child.stdin) { /* stdin is the file */ } else if (opts.input !== undefined) child.stdin.end(opts.input); else child.stdin.end();
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeout ?? 120000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);

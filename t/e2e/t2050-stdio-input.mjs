@@ -1,0 +1,61 @@
+// How stdio takes its input: reading passes between threads (the one that
+// reads a tools/call runs it), so these check that nothing is lost, doubled
+// or reordered when many messages arrive in one write (calls and pings
+// interleaved: the calls hand the rest of the buffer on), and that a
+// regular file as stdin (which epoll cannot watch) is read to its end,
+// unterminated last line included.
+import fs from 'node:fs';
+import path from 'node:path';
+import { t, preflight, rawServer, runCli, tmpdir, resultData } from '../lib/sg.mjs';
+
+const ROUNDS = 12;
+
+t.run(async () => {
+  await preflight({ docker: false });
+
+  // One write: ROUNDS x (tools/call, ping, unknown-id cancel).
+  const srv = await rawServer();
+  await srv.initialize();
+  let burst = '';
+  for (let k = 0; k < ROUNDS; k++) {
+    burst += `${JSON.stringify({ jsonrpc: '2.0', id: `c${k}`, method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } })}\n`;
+    burst += `${JSON.stringify({ jsonrpc: '2.0', id: `p${k}`, method: 'ping' })}\n`;
+    burst += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: `none${k}` } })}\n`;
+  }
+  srv.sendRaw(burst);
+  const calls = [];
+  for (let k = 0; k < ROUNDS; k++) calls.push(await srv.response(`c${k}`, 30000));
+  const pings = [];
+  for (let k = 0; k < ROUNDS; k++) pings.push(await srv.response(`p${k}`, 30000));
+  t.is(calls.filter((r) => r && Array.isArray(resultData(r.msg.result)?.default_actions)).length, ROUNDS,
+    `all ${ROUNDS} tools/call in one write are answered with the sandbox_env help`);
+  t.is(pings.filter((r) => r && r.msg.result && Object.keys(r.msg.result).length === 0).length, ROUNDS,
+    `all ${ROUNDS} pings in the same write are answered`);
+  const order = srv.messages().filter((m) => typeof m.id === 'string' && m.id.startsWith('p')).map((m) => m.id);
+  t.deepEqual(order, Array.from({ length: ROUNDS }, (_, k) => `p${k}`), 'the pings are answered in the order they came');
+  const ids = srv.messages().filter((m) => 'id' in m).map((m) => m.id);
+  t.is(ids.length, new Set(ids).size, 'no response is sent twice', { ids });
+  t.is(srv.queue.length, 0, 'nothing else was sent (no reply to the cancel notifications)',
+    { extra: srv.queue.map((r) => r.text.slice(0, 200)) });
+  await srv.close();
+
+  // A regular file as stdin.
+  const file = path.join(tmpdir(), 't2050-input.jsonl');
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't2050', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } },
+    { jsonrpc: '2.0', id: 3, method: 'ping' },
+    { jsonrpc: '2.0', id: 4, method: 'tools/list' },
+  ].map((m) => JSON.stringify(m)).join('\n');
+  fs.writeFileSync(file, `${lines}\n${JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } })}`);
+  const r = await runCli(['stdio'], {}, { stdinFile: file, timeout: 60000 });
+  t.is(r.code, 0, 'with a regular file as stdin, sandgate exits with status 0 at its end', { stderr: r.stderr.slice(-2000) });
+  const out = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  t.deepEqual(out.map((m) => m.id).sort(), [1, 2, 3, 4, 5], 'every request of the file is answered once, the unterminated last line too',
+    { ids: out.map((m) => m.id) });
+  const last = out.find((m) => m.id === 5);
+  t.ok(Array.isArray(resultData(last?.result)?.default_actions), 'the last, unterminated tools/call gets its result');
+  t.deepEqual(out.filter((m) => m.id !== 2 && m.id !== 5).map((m) => m.id), [1, 3, 4],
+    'requests answered on the reading thread keep their order');
+}, { timeout: 120 });

@@ -224,7 +224,9 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v)
 
 /* One row waiting for the writer thread.  All strings owned (freed by
  * row_free).  details is made by the writer from args (redacted, then
- * serialised), off the call's path; the row owns args. */
+ * serialised), off the call's path; the row owns args, contents and
+ * secrets included, in memory only and until it is written (within a
+ * second). */
 struct row {
 	double ts;
 	char *session, *owner, *machine, *tool, *action, *status, *details, *error;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,7 @@ static struct {
 	pthread_mutex_t lock;    /* guards what follows */
 	pthread_cond_t gone;     /* ended, or a thread exited */
 	bool ended;              /* end of input, read error or signal */
+	atomic_bool stop;        /* ended, for the holder between lines */
 	bool last_line;          /* handling the unterminated last line */
 	int grace_ms;            /* for calls in flight at the end */
 	int waiting;             /* threads in epoll_wait, or about to be */
@@ -118,12 +120,16 @@ static int arm(int op, int fd, uint32_t events, uint32_t tag)
 	return epoll_ctl(rd.ep, op, fd, &ev);
 }
 
+static bool has_line(const struct line_reader *r)
+{
+	return memchr(r->buf + r->off, '\n', r->len - r->off) != NULL;
+}
+
 /* Gives the input up: the next event goes to one waiting thread.  Called
  * by the holder, which must not touch rd.r after. */
 static void release_input(void)
 {
-	struct line_reader *r = &rd.r;
-	bool lines = memchr(r->buf + r->off, '\n', r->len - r->off) != NULL;
+	bool lines = has_line(&rd.r);
 	uint64_t one = 1;
 
 	holds_input = false;
@@ -145,6 +151,7 @@ static void end_input(int grace_ms)
 	pthread_mutex_lock(&rd.lock);
 	if (!rd.ended) {
 		rd.ended = true;
+		atomic_store(&rd.stop, true);
 		rd.grace_ms = grace_ms;
 		/* Level-triggered and never read: every thread's epoll_wait
 		 * returns from now on. */
@@ -165,13 +172,13 @@ static void handle_line(char *line, size_t n)
 	sg_mcp_handle(rd.s, line, n, NULL);
 }
 
-/* Handles the complete lines in the buffer.  Returns false when a call
- * took this thread (the input went to another). */
+/* Handles the complete lines in the buffer, up to the end of the session.
+ * Returns false when a call took this thread (the input went to another). */
 static bool drain_lines(struct line_reader *r)
 {
 	char *nl;
 
-	while ((nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
+	while (!atomic_load(&rd.stop) && (nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
 		char *line = r->buf + r->off;
 
 		/* Consumed before it is handled: the next holder starts after
@@ -221,9 +228,10 @@ static int read_some(struct line_reader *r)
 	return 1;
 }
 
-/* Runs with the input held after an EV_INPUT or EV_KICK event: reads (for
- * EV_INPUT), handles the lines, and gives the input up again, unless a
- * call took it along. */
+/* Runs with the input held after an EV_INPUT or EV_KICK event: reads when
+ * no whole line is buffered (so a regular file is read as fast as it is
+ * handled, max_message_bytes applying), handles the lines, and gives the
+ * input up again, unless a call took it along. */
 static void hold_input(uint32_t tag)
 {
 	struct line_reader *r = &rd.r;
@@ -234,23 +242,20 @@ static void hold_input(uint32_t tag)
 	if (tag == EV_KICK && read(rd.kfd, &n, sizeof(n)) < 0) {
 		/* already drained: nothing to undo */
 	}
-	if (tag == EV_INPUT || !rd.pollable) {
-		if (read_some(r) == 0) {
-			if (drain_lines(r) && r->len > 0 && !r->discarding) {
-				/* Nobody would read after it: no hand-off. */
-				pthread_mutex_lock(&rd.lock);
-				rd.last_line = true;
-				pthread_mutex_unlock(&rd.lock);
-				handle_line(r->buf, r->len);
-			}
-			SG_DEBUG("end of input, ending the session");
-			end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);
-			if (holds_input) {
-				holds_input = false;
-				pthread_mutex_unlock(&rd.in_lock);
-			}
-			return;
+	if (!has_line(r) && read_some(r) == 0) {
+		/* The end: at most an unterminated last line is left. */
+		if (r->len > r->off && !r->discarding) {
+			/* Nobody would read after it: no hand-off. */
+			pthread_mutex_lock(&rd.lock);
+			rd.last_line = true;
+			pthread_mutex_unlock(&rd.lock);
+			handle_line(r->buf + r->off, r->len - r->off);
 		}
+		SG_DEBUG("end of input, ending the session");
+		end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);
+		holds_input = false;
+		pthread_mutex_unlock(&rd.in_lock);
+		return;
 	}
 	if (drain_lines(r))
 		release_input();
@@ -272,8 +277,13 @@ static void *reader_main(void *arg)
 		pthread_mutex_lock(&rd.lock);
 		rd.waiting--;
 		if (n <= 0 || rd.ended || ev.data.u32 == EV_END) {
-			if (n < 0 && errno != EINTR)
+			if (n < 0 && errno != EINTR) {
+				SG_ERROR("stdio: epoll_wait: %s", strerror(errno));
+				pthread_mutex_unlock(&rd.lock);
+				end_input(0);
+				pthread_mutex_lock(&rd.lock);
 				break;
+			}
 			continue;
 		}
 		pthread_mutex_unlock(&rd.lock);
@@ -393,12 +403,13 @@ int sg_stdio_run(void)
 	if (!started)
 		SG_ERROR("stdio: cannot start reading");
 	sg_session_close(rd.s, rd.grace_ms);
-	sg_mcp_drain();
-	/* Threads that ran calls come back, see the end and exit. */
+	/* Threads that ran calls come back, see the end and exit; after them
+	 * no call can start, and the drain waits for the worker threads. */
 	pthread_mutex_lock(&rd.lock);
 	while (rd.threads > 0)
 		pthread_cond_wait(&rd.gone, &rd.lock);
 	pthread_mutex_unlock(&rd.lock);
+	sg_mcp_drain();
 	sg_session_unref(rd.s);
 	free(rd.r.buf);
 	close_events();

@@ -154,7 +154,8 @@ struct sg_host_api {
 
 	/* A file descriptor that becomes readable when the call is cancelled, to
 	 * put in a poll() set next to backend sockets; -1 for a NULL call.
-	 * Borrowed: never read from or close it. */
+	 * Borrowed: never read from or close it, and use it only while the
+	 * call runs (the core reuses the descriptor for later calls). */
 	int (*cancel_fd)(const struct sg_call *call);
 
 	/* Send notifications/progress for this call when the client asked for

@@ -3,10 +3,14 @@
 // or reordered when many messages arrive in one write (calls and pings
 // interleaved: the calls hand the rest of the buffer on), and that a
 // regular file as stdin (which epoll cannot watch) is read to its end,
-// unterminated last line included.
+// unterminated last line included, and that the session ends only after
+// the last line (calls early in a file once ended it early: the call's
+// thread met the end of the file while later lines were still buffered).
+// SIGTERM in the middle of a burst ends the session cleanly: no call
+// starts after the session's end (one did, after the drain).
 import fs from 'node:fs';
 import path from 'node:path';
-import { t, preflight, rawServer, runCli, tmpdir, resultData } from '../lib/sg.mjs';
+import { t, preflight, rawServer, runCli, tmpdir, resultData, checkSanitizer } from '../lib/sg.mjs';
 
 const ROUNDS = 12;
 
@@ -58,4 +62,37 @@ t.run(async () => {
   t.ok(Array.isArray(resultData(last?.result)?.default_actions), 'the last, unterminated tools/call gets its result');
   t.deepEqual(out.filter((m) => m.id !== 2 && m.id !== 5).map((m) => m.id), [1, 3, 4],
     'requests answered on the reading thread keep their order');
+
+  // A file whose calls come early and whose last call comes after many
+  // pings, every line terminated.
+  const PINGS = 3000;
+  const many = [lines];
+  for (let k = 0; k < 3; k++) many.push(JSON.stringify({ jsonrpc: '2.0', id: `early${k}`, method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } }));
+  for (let k = 0; k < PINGS; k++) many.push(JSON.stringify({ jsonrpc: '2.0', id: `ping${k}`, method: 'ping' }));
+  many.push(JSON.stringify({ jsonrpc: '2.0', id: 'late', method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } }));
+  fs.writeFileSync(file, `${many.join('\n')}\n`);
+  const r2 = await runCli(['stdio'], {}, { stdinFile: file, timeout: 60000 });
+  t.is(r2.code, 0, 'a file with calls early and late: exit status 0', { stderr: r2.stderr.slice(-2000) });
+  const out2 = r2.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const late = out2.find((m) => m.id === 'late');
+  t.ok(Array.isArray(resultData(late?.result)?.default_actions), `the call after the ${PINGS} pings is answered with its result`,
+    { late, stderr: r2.stderr.slice(-1000) });
+  t.is(out2.filter((m) => typeof m.id === 'string' && m.id.startsWith('ping')).length, PINGS, `all ${PINGS} pings are answered`);
+  t.is(out2.length, 4 + 3 + PINGS + 1, 'every request is answered exactly once', { n: out2.length });
+
+  // SIGTERM while a burst is being handled.
+  const srv2 = await rawServer();
+  await srv2.initialize();
+  let big = '';
+  for (let k = 0; k < 400; k++) {
+    big += `${JSON.stringify({ jsonrpc: '2.0', id: `b${k}`, method: 'tools/call', params: { name: 'sandbox_env', arguments: { action: 'help' } } })}\n`;
+    big += `${JSON.stringify({ jsonrpc: '2.0', id: `q${k}`, method: 'ping' })}\n`;
+  }
+  srv2.sendRaw(big);
+  await srv2.response('b0', 30000);
+  const exit = await srv2.kill('SIGTERM');
+  t.ok(exit.code === 0 && exit.signal === null, 'SIGTERM in the middle of a burst: exit status 0', exit);
+  srv2.checkAllJson('server after SIGTERM');
+  await srv2.proc.flushed();
+  checkSanitizer(srv2.proc);
 }, { timeout: 120 });

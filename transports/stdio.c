@@ -214,7 +214,7 @@ static int read_some(struct line_reader *r)
 	ssize_t n;
 
 	if (r->cap - r->len < 65536) {
-		r->cap = r->cap ? r->cap * 2 : 131072;
+		r->cap *= 2;
 		r->buf = sg_xrealloc(r->buf, r->cap);
 	}
 	do
@@ -391,6 +391,8 @@ int sg_stdio_run(void)
 	fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
 	fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
 	rd.r.max = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
+	rd.r.cap = 131072; /* never NULL: memchr and memmove want a buffer */
+	rd.r.buf = sg_xmalloc(rd.r.cap);
 	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
 	rd.s = sg_session_new(&stdio_ops, NULL, owner);
 	SG_DEBUG("stdio session %s started", rd.s->hash);

@@ -69,41 +69,6 @@ char *sg_xasprintf(const char *fmt, ...)
 	return p;
 }
 
-int sg_buf_append(struct sg_buf *b, const void *p, size_t n)
-{
-	size_t need;
-
-	if (n > SIZE_MAX - b->len - 1)
-		return -1;
-	need = b->len + n + 1;
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *d;
-
-		while (cap < need)
-			cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-		d = realloc(b->data, cap);
-		if (!d)
-			return -1;
-		b->data = d;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-void sg_buf_release(struct sg_buf *b)
-{
-	if (!b)
-		return;
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-}
-
 void sg_sha256_hex(const void *data, size_t len, char hex[65])
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];

@@ -1,5 +1,5 @@
 /* Small helpers shared by the core: allocation that aborts on OOM, byte
- * buffers, hashing, randomness, UTF-8 and base64, clocks. */
+ * buffers (core/buf.h), hashing, randomness, UTF-8 and base64, clocks. */
 #ifndef SG_CORE_UTIL_H
 #define SG_CORE_UTIL_H
 
@@ -9,6 +9,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "core/buf.h"
+
 /* Internal allocations abort on OOM (the git and glib policy): sizes that
  * come from outside are bounded before they reach these. */
 void *sg_xmalloc(size_t n);
@@ -17,11 +19,6 @@ void *sg_xrealloc(void *p, size_t n);
 char *sg_xstrdup(const char *s);
 char *sg_xasprintf(const char *fmt, ...) SG_PRINTF(1, 2);
 
-/* Appends n bytes to b (struct sg_buf, see plugin.h).  Returns 0, or -1 when
- * the allocation fails (b unchanged). */
-int sg_buf_append(struct sg_buf *b, const void *p, size_t n);
-/* Frees b's storage and zeroes it.  NULL is fine. */
-void sg_buf_release(struct sg_buf *b);
 
 /* Writes the lowercase hex SHA-256 of data into hex (65 bytes). */
 void sg_sha256_hex(const void *data, size_t len, char hex[65]);

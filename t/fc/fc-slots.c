@@ -88,10 +88,10 @@ static void files(struct sg_machine *m)
 	ok(b->file_stat(m, "/home/user/d", NULL, &st, &err) == 0 && st.type == SG_FT_DIR, "stat: dir");
 	ok(b->file_read(m, "/home/user/d/e/f.txt", 1024, NULL, &buf, &err) == 0 && buf.len == 5 &&
 	   memcmp(buf.data, "hello", 5) == 0, "read");
-	fakehost_buf_release(&buf);
+	sg_buf_release(&buf);
 	ok(b->file_read(m, "/home/user/d/e/f.txt", 3, NULL, &buf, &err) < 0 && err.code == SG_E_TOOBIG,
 	   "read past max: too big (%s)", err.msg);
-	fakehost_buf_release(&buf);
+	sg_buf_release(&buf);
 	wo.no_mkdir = true;
 	ok(b->file_write(m, "/home/user/nodir/x", "x", 1, &wo, NULL, &err) < 0 && err.code == SG_E_NOTFOUND,
 	   "write with no_mkdir into a missing directory: not found (%s)", err.msg);
@@ -119,16 +119,16 @@ static void execs(struct sg_machine *m)
 
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.out.len == 5 && !memcmp(res.out.data, "a  b\n", 5),
 	   "exec argv: no shell splitting");
-	fakehost_buf_release(&res.out);
-	fakehost_buf_release(&res.err);
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
 	memset(&res, 0, sizeof(res));
 	rq.argv = NULL;
 	rq.command = "printf %s \"$FOO\"; head -c 100 /dev/zero >&2; exit 4";
 	rq.output_cap = 10;
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.exit_code == 4 && res.err.len == 10 &&
 	   res.err_truncated && !res.out_truncated && res.out.len == 7, "exec: env, exit 4, stderr capped at 10");
-	fakehost_buf_release(&res.out);
-	fakehost_buf_release(&res.err);
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
 }
 
 static void read_until(struct sg_stream *s, const char *want, char *got, size_t size)
@@ -189,8 +189,8 @@ static void code(struct sg_machine *m)
 
 	ok(b->run_code(m, &rq, NULL, &res, &err) == 0 && res.out.len == 2 && !memcmp(res.out.data, "4\n", 2) &&
 	   json_array_size(res.results) == 1, "run_code: stdout and one result");
-	fakehost_buf_release(&res.out);
-	fakehost_buf_release(&res.err);
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
 	json_decref(res.results);
 	json_decref(res.error);
 }
@@ -241,8 +241,8 @@ int main(void)
 
 		ok(b->exec(&m, &rq, NULL, &res, &err) < 0 && err.code == SG_E_GONE,
 		   "exec on a destroyed sandbox: gone (%s)", err.msg);
-		fakehost_buf_release(&res.out);
-		fakehost_buf_release(&res.err);
+		sg_buf_release(&res.out);
+		sg_buf_release(&res.err);
 	}
 	b->machine_release(&m);
 	b->fini(priv);

@@ -39,30 +39,6 @@ void fakehost_config_each(const char *section, const char *prefix,
 	(void)section, (void)prefix, (void)fn, (void)ud;
 }
 
-int fakehost_buf_append(struct sg_buf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->len + n + 1) * 2;
-		char *d = realloc(b->data, cap);
-
-		if (!d)
-			return -1;
-		b->data = d;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
-}
-
-void fakehost_buf_release(struct sg_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
 bool fakehost_cancelled(const struct sg_call *c)
 {
 	(void)c;

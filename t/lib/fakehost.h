@@ -1,7 +1,8 @@
 /*
  * A minimal host API (struct sg_host_api) for test programs that drive a
  * plugin without the daemon: errors filled in, buffers on malloc, nothing
- * cancelled, progress and notifications dropped.  Each test brings its own
+ * cancelled, progress and notifications dropped; byte buffers are the
+ * core's (core/buf.c).  Each test brings its own
  * config_get and state_dir (and log, when fakehost_log's plain stderr lines
  * do not suit it):
  *
@@ -16,6 +17,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "core/buf.h"
+
 /* "[plugin] level: message" on stderr. */
 void fakehost_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
 	SG_PRINTF(3, 4);
@@ -23,8 +26,6 @@ int fakehost_errf(struct sg_err *err, int code, const char *fmt, ...) SG_PRINTF(
 /* No sections have keys to list. */
 void fakehost_config_each(const char *section, const char *prefix,
 			  void (*fn)(const char *, const char *, void *), void *ud);
-int fakehost_buf_append(struct sg_buf *b, const void *p, size_t n);
-void fakehost_buf_release(struct sg_buf *b);
 bool fakehost_cancelled(const struct sg_call *c);
 int fakehost_cancel_fd(const struct sg_call *c);
 void fakehost_progress(struct sg_call *c, double p, double t, const char *m);
@@ -34,8 +35,8 @@ void fakehost_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ..
 #define FAKEHOST_API(log_fn, config_get_fn, state_dir_fn) { \
 	.size = sizeof(struct sg_host_api), .minor = SG_PLUGIN_ABI_MINOR, \
 	.log = (log_fn), .errf = fakehost_errf, .config_get = (config_get_fn), \
-	.config_each = fakehost_config_each, .buf_append = fakehost_buf_append, \
-	.buf_release = fakehost_buf_release, .cancelled = fakehost_cancelled, \
+	.config_each = fakehost_config_each, .buf_append = sg_buf_append, \
+	.buf_release = sg_buf_release, .cancelled = fakehost_cancelled, \
 	.cancel_fd = fakehost_cancel_fd, .progress = fakehost_progress, \
 	.notify = fakehost_notify, .state_dir = (state_dir_fn), \
 }

@@ -110,8 +110,8 @@ static int run(struct sg_machine *m, const char *cmd, const char *const *argv,
 
 static void res_free(struct sg_exec_result *res)
 {
-	fakehost_buf_release(&res->out);
-	fakehost_buf_release(&res->err);
+	sg_buf_release(&res->out);
+	sg_buf_release(&res->err);
 }
 
 static const char *str(const struct sg_buf *b)
@@ -297,14 +297,14 @@ static void step_files(struct sg_machine *m)
 	ok(rc == 0 && st.type == SG_FT_FILE && st.size == 3 && st.mode == 0600, "file_stat: file, 3 bytes, mode 0600");
 	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
 	ok(rc == 0 && b.len == 3 && !memcmp(b.data, "abc", 3), "file_read");
-	fakehost_buf_release(&b);
+	sg_buf_release(&b);
 	rc = sg_backend.file_read(m, path, 2, NULL, &b, &err);
 	ok(rc < 0 && err.code == SG_E_TOOBIG, "file_read over max: SG_E_TOOBIG");
-	fakehost_buf_release(&b);
+	sg_buf_release(&b);
 	snprintf(path, sizeof(path), "%s/d1", m->workspace);
 	rc = sg_backend.file_read(m, path, 1024, NULL, &b, &err);
 	ok(rc < 0 && err.code == SG_E_INVAL, "file_read of a directory: SG_E_INVAL");
-	fakehost_buf_release(&b);
+	sg_buf_release(&b);
 	rc = sg_backend.file_list(m, path, NULL, &list, &err);
 	ok(rc == 0 && json_array_size(list) == 1 &&
 	   !strcmp(json_string_value(json_object_get(json_array_get(list, 0), "type")), "dir"),
@@ -324,7 +324,7 @@ static void step_files(struct sg_machine *m)
 	ok(sg_backend.file_write(m, "rel.txt", "r", 1, NULL, NULL, &err) == 0 &&
 	   sg_backend.file_read(m, "rel.txt", 10, NULL, &b, &err) == 0 && b.len == 1,
 	   "relative paths are under the workspace");
-	fakehost_buf_release(&b);
+	sg_buf_release(&b);
 }
 
 static void step_attach_list(struct sg_machine *m)

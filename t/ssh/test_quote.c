@@ -25,8 +25,8 @@
 
 static const struct sg_host_api host = {
 	.size = sizeof(struct sg_host_api),
-	.buf_append = fakehost_buf_append,
-	.buf_release = fakehost_buf_release,
+	.buf_append = sg_buf_append,
+	.buf_release = sg_buf_release,
 };
 
 /* Runs `shell -c line` with stdin from /dev/null; returns its stdout. */
@@ -51,11 +51,11 @@ static char *run_shell(const char *shell, const char *line, int *status)
 	}
 	close(pfd[1]);
 	while ((n = read(pfd[0], buf, sizeof(buf))) > 0)
-		fakehost_buf_append(&out, buf, (size_t)n);
+		sg_buf_append(&out, buf, (size_t)n);
 	close(pfd[0]);
 	waitpid(pid, status, 0);
 	if (!out.data)
-		fakehost_buf_append(&out, "", 0);
+		sg_buf_append(&out, "", 0);
 	return out.data;
 }
 
@@ -93,13 +93,13 @@ static void test_quote_roundtrip(void **state)
 			char *got;
 			int st;
 
-			fakehost_buf_append(&line, "printf '%s' ", 12);
+			sg_buf_append(&line, "printf '%s' ", 12);
 			assert_int_equal(ssh_quote(&host, &line, nasty[i]), 0);
 			got = run_shell(shells[si], line.data, &st);
 			if (strcmp(got, nasty[i]) != 0)
 				fail_msg("%s: quoting '%s' gave '%s' (line %s)", shells[si], nasty[i], got, line.data);
 			free(got);
-			fakehost_buf_release(&line);
+			sg_buf_release(&line);
 		}
 	}
 }
@@ -119,7 +119,7 @@ static void check_line(const char *shell, const struct ssh_cmdspec *spec, const 
 	if (strcmp(nl + 1, want_out) != 0)
 		fail_msg("%s: got '%s', want '%s' (line %s)", shell, nl + 1, want_out, line.data);
 	free(got);
-	fakehost_buf_release(&line);
+	sg_buf_release(&line);
 }
 
 static void test_cmdline_command(void **state)
@@ -176,7 +176,7 @@ static void test_cmdline_nocwd(void **state)
 	assert_string_equal(got, "N0NCE cwd\n");
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 	free(got);
-	fakehost_buf_release(&line);
+	sg_buf_release(&line);
 }
 
 static void test_env_names(void **state)

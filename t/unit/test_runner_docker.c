@@ -154,8 +154,8 @@ static void test_exec_and_status_stream(void **state)
 	assert_string_equal(res.out.data, "hi\n");
 	assert_string_equal(res.err.data, "err\n");
 	assert_int_equal(res.exit_code, 4);
-	fakehost_buf_release(&res.out);
-	fakehost_buf_release(&res.err);
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
 
 	if (B->stream_open_status(m, &sreq, 3, &s, &err) < 0)
 		fail_msg("stream_open_status: %s", err.msg);

@@ -1,7 +1,6 @@
 /* sandgate: the command line. */
 #include "config.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -284,18 +283,8 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
-	if (!strcmp(c.command, "stdio")) {
-		/* The stdio transport reads SIGTERM, SIGINT and SIGHUP from a
-		 * signalfd; they must be blocked before any thread starts, or
-		 * one that does not block them would die of them. */
-		sigset_t mask;
-
-		sigemptyset(&mask);
-		sigaddset(&mask, SIGTERM);
-		sigaddset(&mask, SIGINT);
-		sigaddset(&mask, SIGHUP);
-		pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	}
+	if (!strcmp(c.command, "stdio"))
+		sg_stdio_block_signals(); /* before any thread starts */
 	rc = setup(&c, server);
 	if (rc)
 		goto out;

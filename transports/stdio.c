@@ -338,15 +338,29 @@ static bool stdio_handoff(void *ctx)
 	return ok;
 }
 
+/* The signals that end a stdio session, read from a signalfd. */
+static void end_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+}
+
+void sg_stdio_block_signals(void)
+{
+	sigset_t mask;
+
+	end_signals(&mask);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+}
+
 /* The epoll set every reader thread waits on.  Returns 0, or -1 (logged). */
 static int open_events(void)
 {
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	end_signals(&mask);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	rd.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	rd.kfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

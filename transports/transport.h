@@ -9,6 +9,12 @@
  * Returns the process exit status (0). */
 int sg_stdio_run(void);
 
+/* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, which threads
+ * started later inherit.  sg_stdio_run() reads them from a signalfd, so
+ * call this before any thread starts: a thread that does not block them
+ * would die of them. */
+void sg_stdio_block_signals(void);
+
 /* Serves MCP Streamable HTTP (MCP 2025-11-25 basic/transports) on
  * [server] host:port path /mcp until SIGTERM or SIGINT; then stops
  * accepting, lets calls in flight finish within [server] shutdown_grace,

@@ -60,10 +60,16 @@ static int env_machine(struct sg_tool_ctx *t, json_t *args, const char *key, str
 	return r;
 }
 
+/* How a machine is named in results: its name, else its id. */
+static const char *label(const struct sg_entry *e)
+{
+	return e->name[0] ? e->name : e->m.id;
+}
+
 static void add_machine(json_t *result, const struct sg_entry *e, bool created)
 {
 	sg_tool_result_machine(result, e, created);
-	json_object_set_new(result, "machine", json_string(e->name[0] ? e->name : e->m.id));
+	json_object_set_new(result, "machine", json_string(label(e)));
 }
 
 /* ---- shells ------------------------------------------------------------------------ */
@@ -521,7 +527,7 @@ static json_t *machine_row(struct sg_tool_ctx *t, struct sg_entry *e)
 	else
 		snprintf(up, sizeof(up), "%lldh%lldm", (long long)(age / 3600), (long long)(age % 3600 / 60));
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s, s:b, s:b, s:s}", "name",
-			 e->name[0] ? e->name : e->m.id, "sandbox_id", e->m.id, "backend",
+			 label(e), "sandbox_id", e->m.id, "backend",
 			 e->m.backend->name, "status", e->dead ? "gone" : "running", "purpose",
 			 e->purpose, "shells", (int)sg_shell_count(e), "uptime", up, "persistent",
 			 !e->ephemeral, "is_default", is_def, "template", e->m.template_name);
@@ -578,7 +584,7 @@ static int op_default_set(struct sg_tool_ctx *t, json_t *p, json_t **result, str
 			return -1;
 		sg_shell_make_default(sh);
 		e = sg_shell_machine(sh);
-		*result = json_pack("{s:{s:s, s:s}}", "default_shell", "machine", e->name[0] ? e->name : e->m.id,
+		*result = json_pack("{s:{s:s, s:s}}", "default_shell", "machine", label(e),
 				    "shell_id", id);
 		sg_shell_put(sh);
 		return 0;
@@ -587,7 +593,7 @@ static int op_default_set(struct sg_tool_ctx *t, json_t *p, json_t **result, str
 	if (!e)
 		return -1;
 	sg_session_default_set(t->s, e->m.id);
-	*result = json_pack("{s:s, s:s}", "default_machine", e->m.id, "machine", e->name[0] ? e->name : e->m.id);
+	*result = json_pack("{s:s, s:s}", "default_machine", e->m.id, "machine", label(e));
 	sg_machine_put(e);
 	return 0;
 }
@@ -608,7 +614,7 @@ static int op_shell_new(struct sg_tool_ctx *t, json_t *p, json_t **result, struc
 
 		sg_shell_read(sh, 0, &r, err);
 		*result = json_pack("{s:s, s:s, s:O}", "shell_id", sg_shell_id(sh), "machine",
-				    e->name[0] ? e->name : e->m.id, "bash_pid", json_object_get(r, "bash_pid"));
+				    label(e), "bash_pid", json_object_get(r, "bash_pid"));
 		json_decref(r);
 		add_machine(*result, e, created);
 		sg_shell_put(sh);
@@ -791,7 +797,7 @@ static int op_ssh_disconnect(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 	if (!e)
 		return -1;
 	sg_shell_close_machine(e);
-	*result = json_pack("{s:s, s:s}", "machine", e->name[0] ? e->name : e->m.id, "status", "stopped");
+	*result = json_pack("{s:s, s:s}", "machine", label(e), "status", "stopped");
 	sg_machine_put(e);
 	return 0;
 }
@@ -811,7 +817,7 @@ static int op_ssh_reconnect(struct sg_tool_ctx *t, json_t *p, json_t **result, s
 	sg_buf_release(&res.out);
 	sg_buf_release(&res.err);
 	if (r == 0)
-		*result = json_pack("{s:s, s:s}", "machine", e->name[0] ? e->name : e->m.id, "status", "running");
+		*result = json_pack("{s:s, s:s}", "machine", label(e), "status", "running");
 	sg_machine_put(e);
 	return r;
 }
@@ -975,7 +981,7 @@ static int run_plugin_action(struct sg_tool_ctx *t, struct sg_plugin *pl, const 
 		return -1;
 	if (e && e->m.backend != pl->b) {
 		sg_errf(err, SG_E_INVAL, "%s only works on %s machines; '%s' is on %s", a->name, pl->b->name,
-			e->name[0] ? e->name : e->m.id, e->m.backend->name);
+			label(e), e->m.backend->name);
 		sg_machine_put(e);
 		return -1;
 	}

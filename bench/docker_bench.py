@@ -9,63 +9,9 @@ belongs in a benchmark, and shared machines drift, so compare the ratio.
 
 usage: bench/docker_bench.py [-n 100] [--sandgate ./sandgate]
 """
-import argparse, http.client, json, os, socket, statistics, subprocess, time
+import argparse, json, os, statistics, time
 
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def docker(method, url, body=None, sock="/var/run/docker.sock"):
-    c = UnixHTTP(sock)
-    c.request(method, url, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, data
-
-
-def raw_exec(ctr):
-    _, d = docker("POST", f"/containers/{ctr}/exec",
-                  {"Cmd": ["true"], "AttachStdout": True, "AttachStderr": True})
-    eid = json.loads(d)["Id"]
-    docker("POST", f"/exec/{eid}/start", {"Detach": False, "Tty": False})
-    docker("GET", f"/exec/{eid}/json")
-
-
-class Server:
-    def __init__(self, cmd, env):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
-        self.id = 0
-
-    def call(self, method, params=None):
-        self.id += 1
-        msg = {"jsonrpc": "2.0", "id": self.id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-        while True:
-            r = json.loads(self.p.stdout.readline())
-            if r.get("id") == self.id:
-                return r
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=60)
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+from benchlib import Server, pct, raw_exec
 
 
 def main():
@@ -99,13 +45,13 @@ def main():
     ours, raw = [], []
     for _ in range(5):
         s.call("tools/call", args)
-        raw_exec(ctr)
+        raw_exec(ctr, ["true"])
     for _ in range(a.n):  # interleaved, so drift hits both alike
         t0 = time.perf_counter()
         s.call("tools/call", args)
         ours.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        raw_exec(ctr)
+        raw_exec(ctr, ["true"])
         raw.append((time.perf_counter() - t0) * 1000)
     s.close()
     out = {

@@ -15,131 +15,9 @@ least 10 times faster than plain.  Not part of `make check`.
 
 usage: bench/runner_bench.py [-n 200] [--sandgate ./sandgate] [--json]
 """
-import argparse, http.client, json, os, socket, statistics, struct, subprocess, sys, time
+import argparse, json, os, struct, subprocess, sys, time
 
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def docker(method, url, body=None, sock="/var/run/docker.sock"):
-    c = UnixHTTP(sock)
-    c.request(method, url, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, data
-
-
-def raw_exec(ctr, argv):
-    _, d = docker("POST", f"/containers/{ctr}/exec",
-                  {"Cmd": argv, "AttachStdout": True, "AttachStderr": True})
-    eid = json.loads(d)["Id"]
-    docker("POST", f"/exec/{eid}/start", {"Detach": False, "Tty": False})
-    docker("GET", f"/exec/{eid}/json")
-
-
-class Server:
-    """sandgate stdio, spoken to with newline-delimited JSON-RPC."""
-
-    def __init__(self, cmd, env):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
-        self.id = 0
-        init = {"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "runner-bench", "version": "1"}}
-        self.call("initialize", init)
-        self.p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-
-    def call(self, method, params=None):
-        self.id += 1
-        msg = {"jsonrpc": "2.0", "id": self.id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-        while True:
-            r = json.loads(self.p.stdout.readline())
-            if r.get("id") == self.id:
-                return r
-
-    def tool(self, name, args):
-        r = self.call("tools/call", {"name": name, "arguments": args})
-        res = r.get("result", {})
-        if res.get("isError") or "error" in r:
-            raise RuntimeError(f"{name} {args}: {json.dumps(r)[:300]}")
-        return res.get("structuredContent", {})
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=60)
-
-
-class RawRunner:
-    """The runner protocol (doc/runner-protocol.md) over `docker exec -i`."""
-
-    def __init__(self, ctr, path):
-        self.p = subprocess.Popen(["docker", "exec", "-i", ctr, path, "--stdio"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.id = 0
-        self.send(0x01, 0, self.field(1, struct.pack(">I", 1 << 16)))
-        t, _, _ = self.frame()
-        assert t == 0x81, "no HELLO from the runner"
-
-    @staticmethod
-    def field(tag, val):
-        return struct.pack(">HI", tag, len(val)) + val
-
-    def send(self, typ, rid, payload=b""):
-        self.p.stdin.write(struct.pack(">IBBHI", len(payload), typ, 0, 0, rid) + payload)
-        self.p.stdin.flush()
-
-    def read(self, n):
-        b = b""
-        while len(b) < n:
-            chunk = self.p.stdout.read(n - len(b))
-            if not chunk:
-                raise EOFError("the runner stream ended")
-            b += chunk
-        return b
-
-    def frame(self):
-        n, typ, _, _, rid = struct.unpack(">IBBHI", self.read(12))
-        return typ, rid, self.read(n)
-
-    def run(self, command):
-        self.id += 1
-        self.send(0x02, self.id, self.field(10, command.encode()) + self.field(14, struct.pack(">I", 60000)))
-        out = b""
-        while True:
-            typ, rid, payload = self.frame()
-            if rid != self.id:
-                continue
-            if typ == 0x83:
-                out += payload
-            if typ == 0x87:
-                return out
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=30)
-
-
-def pct(v, p):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-
-
-def summary(samples):
-    return {"p50": round(pct(samples, 50), 2), "p99": round(pct(samples, 99), 2),
-            "mean": round(statistics.mean(samples), 2)}
+from benchlib import RawRunner, Server, raw_exec, summary
 
 
 def runner_path(ctr):
@@ -165,12 +43,14 @@ def main():
 
     fast = Server(cmd, env)
     slow = Server(cmd, dict(env, SANDGATE_DOCKER_RUNNER="false"))
+    fast.initialize("runner-bench")
+    slow.initialize("runner-bench")
     fctr = fast.tool("create_sandbox", {})["sandbox_id"]
     sctr = slow.tool("create_sandbox", {})["sandbox_id"]
     commands = {"true": ["true"], "echo hi": ["sh", "-c", "echo hi"]}
     fast.tool("run_command", {"command": "true", "sandbox_id": fctr})  # starts the runner
     path = runner_path(fctr)
-    raw_runner = RawRunner(fctr, path) if path else None
+    raw_runner = RawRunner(["docker", "exec", "-i", fctr, path, "--stdio"]) if path else None
 
     res = {}
     for name, argv in commands.items():
@@ -184,7 +64,8 @@ def main():
             raw_exec(fctr, argv)
             t3 = time.perf_counter()
             if raw_runner:
-                raw_runner.run(name)
+                raw_runner.spawn(RawRunner.field(10, name.encode()) +
+                                 RawRunner.field(14, struct.pack(">I", 60000)))
             t4 = time.perf_counter()
             if name == "echo hi" and out.get("stdout") != "hi\n":
                 raise RuntimeError(f"echo hi gave {out!r}")

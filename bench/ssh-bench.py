@@ -24,7 +24,9 @@ Not part of `make check`; shared machines drift, so compare within one run.
 usage: bench/ssh-bench.py [-n 200] [--sandgate ./sandgate] [--plugins .libs]
                           [--runner ./sandgate-runner] [--json]
 """
-import argparse, json, os, re, shutil, statistics, struct, subprocess, sys, tempfile, threading, time
+import argparse, json, os, re, shutil, struct, subprocess, sys, tempfile, threading, time
+
+from benchlib import RawRunner, summary as stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "t", "ssh", "sshd-fixture.sh")
@@ -84,63 +86,10 @@ class Server:
         self.err.close()
 
 
-class RawRunner:
-    """sandgate-runner --stdio on one ssh channel, driven with its frames
-    (doc/runner-protocol.md): HELLO, then SPAWN and wait for EXIT."""
-
-    def __init__(self, ssh, path):
-        self.p = subprocess.Popen(ssh + [path, "--stdio"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, bufsize=0)
-        self.id = 0
-        self.frame(0x01, 0, self.field(1, struct.pack(">I", 1 << 16)))
-        t, _, _ = self.read_frame()
-        if t != 0x81:
-            raise RuntimeError(f"no HELLO from the runner (frame 0x{t:02x})")
-
-    @staticmethod
-    def field(tag, value):
-        return struct.pack(">HI", tag, len(value)) + value
-
-    def frame(self, ftype, rid, payload):
-        self.p.stdin.write(struct.pack(">IBBHI", len(payload), ftype, 0, 0, rid) + payload)
-
-    def read_exact(self, n):
-        b = b""
-        while len(b) < n:
-            c = self.p.stdout.read(n - len(b))
-            if not c:
-                raise RuntimeError("the runner's stream ended")
-            b += c
-        return b
-
-    def read_frame(self):
-        n, ftype, _, _, rid = struct.unpack(">IBBHI", self.read_exact(12))
-        return ftype, rid, self.read_exact(n)
-
-    def run(self, command):
-        """The argv ssh.so sends: /bin/sh -c <command>."""
-        self.id += 1
-        payload = b"".join(self.field(11, a.encode()) for a in ("/bin/sh", "-c", command))
-        payload += self.field(15, struct.pack(">I", 1000))
-        self.frame(0x02, self.id, payload)
-        while True:
-            ftype, rid, _ = self.read_frame()
-            if rid == self.id and ftype in (0x87, 0x88):
-                return
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(10)
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def stats(xs):
-    return {"p50": round(pct(xs, 50), 2), "p99": round(pct(xs, 99), 2),
-            "mean": round(statistics.mean(xs), 2), "n": len(xs)}
+def raw_spawn(raw, command):
+    """The argv ssh.so sends: /bin/sh -c <command>."""
+    payload = b"".join(RawRunner.field(11, a.encode()) for a in ("/bin/sh", "-c", command))
+    raw.spawn(payload + RawRunner.field(15, struct.pack(">I", 1000)))
 
 
 def timed(fn):
@@ -207,13 +156,13 @@ def main():
                 timed(lambda: srv.tool("run_command", {"command": "true"})), 1)
         out["runner_start_ms"] = runner_start_ms(os.path.join(tmp, "runner.stderr"))
         out["ssh_first_ms"] = round(ssh_first, 1)
-        raw = RawRunner(ssh, os.path.abspath(a.runner))
+        raw = RawRunner(ssh + [os.path.abspath(a.runner), "--stdio"])
 
         paths = {
             "runner": lambda c: servers["runner"].tool("run_command", {"command": c}),
             "plain": lambda c: servers["plain"].tool("run_command", {"command": c}),
             "ssh_cm": lambda c: subprocess.run(ssh + [c], check=True, stdout=subprocess.DEVNULL),
-            "raw_runner": lambda c: raw.run(c),
+            "raw_runner": lambda c: raw_spawn(raw, c),
         }
         res = {c: {p: [] for p in paths} for c in COMMANDS}
         for i in range(a.n + 5):  # 5 warm-up rounds, not counted

@@ -95,8 +95,8 @@ static struct {
 
 	pthread_mutex_t lock;    /* guards what follows */
 	pthread_cond_t gone;     /* ended, or a thread exited */
-	bool ended;              /* end of input, read error or signal */
-	atomic_bool stop;        /* ended, for the holder between lines */
+	atomic_bool ended;       /* end of input, read error or signal (the
+				  * holder checks it between lines, unlocked) */
 	bool last_line;          /* handling the unterminated last line */
 	int grace_ms;            /* for calls in flight at the end */
 	int waiting;             /* threads in epoll_wait, or about to be */
@@ -151,7 +151,6 @@ static void end_input(int grace_ms)
 	pthread_mutex_lock(&rd.lock);
 	if (!rd.ended) {
 		rd.ended = true;
-		atomic_store(&rd.stop, true);
 		rd.grace_ms = grace_ms;
 		/* Level-triggered and never read: every thread's epoll_wait
 		 * returns from now on. */
@@ -178,7 +177,7 @@ static bool drain_lines(struct line_reader *r)
 {
 	char *nl;
 
-	while (!atomic_load(&rd.stop) && (nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
+	while (!atomic_load(&rd.ended) && (nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
 		char *line = r->buf + r->off;
 
 		/* Consumed before it is handled: the next holder starts after

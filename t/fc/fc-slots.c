@@ -22,21 +22,7 @@
 
 extern const struct sg_backend sg_backend;
 
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
+#define ok fakehost_ok /* one TAP line (t/lib/fakehost.c) */
 
 /* ---- a fake host ------------------------------------------------------------- */
 
@@ -60,14 +46,6 @@ static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, 
 /* ---- steps ------------------------------------------------------------------------ */
 
 static const struct sg_backend *b = &sg_backend;
-
-static void new_machine(struct sg_machine *m, void *priv)
-{
-	memset(m, 0, sizeof(*m));
-	m->magic = SG_MACHINE_MAGIC;
-	m->backend = b;
-	m->backend_priv = priv;
-}
 
 static void files(struct sg_machine *m)
 {
@@ -209,7 +187,7 @@ int main(void)
 		printf("Bail out! init: %s\n", err.msg);
 		return 1;
 	}
-	new_machine(&m, priv);
+	fakehost_machine(&m, b, priv);
 	if (b->machine_create(priv, &cr, NULL, &m, &err) < 0) {
 		printf("Bail out! create: %s\n", err.msg);
 		return 1;
@@ -222,10 +200,10 @@ int main(void)
 				list[i].lifetime_s == 60 && list[i].running && !list[i].persistent && list[i].created > 0;
 	free(list);
 	ok(found, "list: the sandbox with its owner, session, lifetime and creation time");
-	new_machine(&m2, priv);
+	fakehost_machine(&m2, b, priv);
 	ok(b->machine_attach(priv, m.id, NULL, &m2, &err) == 0 && !strcmp(m2.id, m.id), "attach by id");
 	b->machine_release(&m2);
-	new_machine(&m2, priv);
+	fakehost_machine(&m2, b, priv);
 	ok(b->machine_attach(priv, "sbx-nope", NULL, &m2, &err) < 0 && err.code == SG_E_NOTFOUND,
 	   "attach of an unknown id: not found");
 	ok(b->machine_keepalive(&m, 60, &err) == 0 && b->machine_keepalive(&m, 60, &err) == 0, "keepalive queues");
@@ -246,6 +224,5 @@ int main(void)
 	}
 	b->machine_release(&m);
 	b->fini(priv);
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return fakehost_done();
 }

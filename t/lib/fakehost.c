@@ -60,3 +60,33 @@ void fakehost_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ..
 {
 	(void)c, (void)l, (void)fmt;
 }
+
+static int n_test, n_failed;
+
+void fakehost_ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!cond)
+		n_failed++;
+}
+
+int fakehost_done(void)
+{
+	printf("1..%d\n", n_test);
+	return n_failed ? 1 : 0;
+}
+
+void fakehost_machine(struct sg_machine *m, const struct sg_backend *b, void *priv)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = SG_MACHINE_MAGIC;
+	m->backend = b;
+	m->backend_priv = priv;
+}

@@ -32,6 +32,15 @@ void fakehost_progress(struct sg_call *c, double p, double t, const char *m);
 void fakehost_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...)
 	SG_PRINTF(3, 4);
 
+/* Prints one TAP line, "ok N - ..." or "not ok N - ...". */
+void fakehost_ok(int cond, const char *fmt, ...) SG_PRINTF(2, 3);
+/* Prints the TAP plan ("1..N", at the end); returns the exit status: 1
+ * when a line was "not ok", else 0. */
+int fakehost_done(void);
+/* Zeroes m and binds it to backend b and its init() state priv, as the
+ * core does before machine_create or machine_attach. */
+void fakehost_machine(struct sg_machine *m, const struct sg_backend *b, void *priv);
+
 #define FAKEHOST_API(log_fn, config_get_fn, state_dir_fn) { \
 	.size = sizeof(struct sg_host_api), .minor = SG_PLUGIN_ABI_MINOR, \
 	.log = (log_fn), .errf = fakehost_errf, .config_get = (config_get_fn), \

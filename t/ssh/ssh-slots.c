@@ -27,23 +27,7 @@
 
 extern const struct sg_backend sg_backend;
 
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...) SG_PRINTF(2, 3);
-
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
+#define ok fakehost_ok /* one TAP line (t/lib/fakehost.c) */
 
 /* ---- a fake host ------------------------------------------------------------- */
 
@@ -87,14 +71,6 @@ static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, 
 /* ---- helpers ------------------------------------------------------------------ */
 
 static void *priv;
-
-static void machine_init(struct sg_machine *m)
-{
-	memset(m, 0, sizeof(*m));
-	m->magic = SG_MACHINE_MAGIC;
-	m->backend = &sg_backend;
-	m->backend_priv = priv;
-}
 
 /* Runs a command; returns its stdout (caller frees) and fills *res flags. */
 static int run(struct sg_machine *m, const char *cmd, const char *const *argv,
@@ -336,7 +312,7 @@ static void step_attach_list(struct sg_machine *m)
 	size_t n = 0;
 	bool found = false;
 
-	machine_init(&a);
+	fakehost_machine(&a, &sg_backend, priv);
 	ok(sg_backend.machine_attach(priv, m->id, NULL, &a, &err) == 0 && !strcmp(a.workspace, m->workspace),
 	   "machine_attach rebinds the id to the same directory (%s)", err.msg);
 	if (a.handle) {
@@ -346,7 +322,7 @@ static void step_attach_list(struct sg_machine *m)
 		res_free(&res);
 		sg_backend.machine_release(&a);
 	}
-	machine_init(&a);
+	fakehost_machine(&a, &sg_backend, priv);
 	ok(sg_backend.machine_attach(priv, "ssh-default-000000000000", NULL, &a, &err) < 0 &&
 	   err.code == SG_E_NOTFOUND, "machine_attach of an unknown id: SG_E_NOTFOUND");
 	ok(sg_backend.machine_list(priv, NULL, &e, &n, &err) == 0, "machine_list");
@@ -365,7 +341,7 @@ static void step_targets(void)
 	json_t *opts;
 	struct stat sb;
 
-	machine_init(&m);
+	fakehost_machine(&m, &sg_backend, priv);
 	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) == 0, "create on the named target 'lab' (%s)",
 	   err.msg);
 	ok(strstr(m.url, "@localhost:") && !strcmp(m.template_name, "lab") && !strncmp(m.id, "ssh-lab-", 8) &&
@@ -376,7 +352,7 @@ static void step_targets(void)
 		   "destroy removes its directory");
 		sg_backend.machine_release(&m);
 	}
-	machine_init(&m);
+	fakehost_machine(&m, &sg_backend, priv);
 	req.template_name = NULL;
 	opts = json_pack("{s:s}", "target", "nope");
 	req.options = opts;
@@ -404,7 +380,7 @@ int main(void)
 		printf("Bail out! init: %s\n", err.msg);
 		return 1;
 	}
-	machine_init(&m);
+	fakehost_machine(&m, &sg_backend, priv);
 	ok(sg_backend.machine_create(priv, &req, NULL, &m, &err) == 0, "machine_create (%s)", err.msg);
 	if (!m.handle) {
 		printf("Bail out! no machine\n");
@@ -430,6 +406,5 @@ int main(void)
 	ok(sg_backend.machine_destroy(&m, NULL, &err) == 0, "machine_destroy of a gone directory is success");
 	sg_backend.machine_release(&m);
 	sg_backend.fini(priv);
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return fakehost_done();
 }

@@ -164,19 +164,8 @@ static ssize_t runner_sock_read(void *ud, void *p, size_t n)
 static int runner_sock_write(void *ud, const void *p, size_t n)
 {
 	struct runner_sock *s = ud;
-	const char *q = p;
-	ssize_t w;
 
-	while (n > 0) {
-		w = send(s->fd, q, n, MSG_NOSIGNAL); /* a dead runner: EPIPE, not a signal */
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		q += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return rn_send_all(s->fd, p, n);
 }
 
 static void runner_sock_shutdown(void *ud)

@@ -981,9 +981,8 @@ static ssize_t rn_fd_read(void *ud, void *p, size_t n)
 	return r;
 }
 
-static int rn_fd_write(void *ud, const void *p, size_t n)
+int rn_send_all(int fd, const void *p, size_t n)
 {
-	int fd = (int)(intptr_t)ud;
 	const unsigned char *q = p;
 	ssize_t w;
 
@@ -998,6 +997,11 @@ static int rn_fd_write(void *ud, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+static int rn_fd_write(void *ud, const void *p, size_t n)
+{
+	return rn_send_all((int)(intptr_t)ud, p, n);
 }
 
 static void rn_fd_shutdown(void *ud)

@@ -167,4 +167,9 @@ long rn_ping(struct rn_conn *c, int timeout_ms);
  * transport owns fd and closes it in free(). */
 void rn_fd_transport(int fd, struct rn_transport *t);
 
+/* Writes all n bytes of p to the stream socket fd (a runner's: a dead one
+ * gives EPIPE, never SIGPIPE), through EINTR and short writes.  Returns 0,
+ * or -1 (errno set; 0 bytes written counts as a failure). */
+int rn_send_all(int fd, const void *p, size_t n);
+
 #endif /* SG_RUNNER_CLIENT_H */

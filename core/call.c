@@ -154,3 +154,8 @@ void sg_call_notify(struct sg_call *c, enum sg_log_level level, const char *fmt,
 	va_end(ap);
 	sg_session_log(c->session, c, level, "sandgate", msg);
 }
+
+const char *sg_call_credential(const struct sg_call *c)
+{
+	return c && c->session ? c->session->cred_hash : "";
+}

@@ -45,5 +45,6 @@ int sg_call_cancel_fd(const struct sg_call *c);
 void sg_call_progress(struct sg_call *c, double progress, double total, const char *message);
 void sg_call_notify(struct sg_call *c, enum sg_log_level level, const char *fmt, ...)
 	SG_PRINTF(3, 4);
+const char *sg_call_credential(const struct sg_call *c);
 
 #endif

@@ -62,6 +62,15 @@ static struct cfg_entry *entry_add(const char *section, const char *key,
 	return e;
 }
 
+static int dots(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '.';
+	return n;
+}
+
 int sg_config_set_override(const char *assignment, struct sg_err *err)
 {
 	const char *eq = strchr(assignment, '=');
@@ -71,15 +80,15 @@ int sg_config_set_override(const char *assignment, struct sg_err *err)
 
 	if (!eq)
 		return sg_errf(err, SG_E_INVAL,
-			       "--set '%s': expected SECTION.KEY=VALUE, e.g. --set docker.host=unix:///run/docker.sock",
+			       "--set '%s': expected SECTION.KEY=VALUE, e.g. --set log.level=debug",
 			       assignment);
 	name = strndup(assignment, (size_t)(eq - assignment));
 	if (!name)
 		return sg_errf(err, SG_E_NOMEM, "out of memory");
-	/* The key is the last dotted part but for keys that hold dots
-	 * themselves (docker.template.NAME): known prefixes are tried first. */
+	/* The section is the first dotted part, but see below. */
 	dot = strchr(name, '.');
-	if (!dot || dot == name || dot[1] == '\0') {
+	if (!dot || dot == name || dot[1] == '\0' || strstr(name, "..") ||
+	    name[strlen(name) - 1] == '.') {
 		sg_errf(err, SG_E_INVAL,
 			"--set '%s': expected SECTION.KEY=VALUE, e.g. --set log.level=debug",
 			assignment);
@@ -89,17 +98,21 @@ int sg_config_set_override(const char *assignment, struct sg_err *err)
 		char *section = strndup(name, (size_t)(dot - name));
 		const char *key = dot + 1;
 
-		/* "ssh.target.lab.host": section "ssh.target.lab", key "host". */
-		if (strncmp(name, "ssh.target.", 11) == 0) {
+		/* A section of a family (a plugin's "NAME.FAMILY.*", such as
+		 * [x.target.lab]) has three parts, so with three dots or more the
+		 * key is the last part: "x.target.lab.host" is section
+		 * "x.target.lab", key "host".  Keys may hold one dot themselves
+		 * ("x.template.NAME": section "x", key "template.NAME"). */
+		if (dots(name) >= 3) {
 			const char *last = strrchr(name, '.');
 
 			free(section);
 			section = strndup(name, (size_t)(last - name));
 			key = last + 1;
-			if (last < name + 11 || !*key) {
+			if (!*key) {
 				free(section);
 				sg_errf(err, SG_E_INVAL,
-					"--set '%s': expected ssh.target.NAME.KEY=VALUE", assignment);
+					"--set '%s': expected SECTION.KEY=VALUE with a key after the last dot", assignment);
 				goto out;
 			}
 		}
@@ -229,8 +242,8 @@ static bool key_matches(const char *pattern, const char *key)
 	return strcmp(pattern, key) == 0;
 }
 
-/* The registered section for a name; "ssh.target.NAME" sections use the
- * table registered as "ssh.target.*". */
+/* The registered section for a name; "x.target.NAME" sections use the
+ * table registered as "x.target.*". */
 static const struct cfg_section_keys *find_section(const char *section)
 {
 	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire); s; s = s->next) {
@@ -486,7 +499,7 @@ static int validate_one(const char *where, const char *section, const char *key,
 }
 
 /* SANDGATE_SSH__TARGET__LAB_PORT for a section registered as
- * "ssh.target.*": the variable's tail names the key. */
+ * "x.target.*": the variable's tail names the key. */
 static int validate_wildcard_env(struct sg_err *err)
 {
 	for (const struct cfg_section_keys *s = atomic_load_explicit(&known, memory_order_acquire);

@@ -22,7 +22,7 @@
 #include <sandgate/plugin.h>
 
 /* Adds a --set override "section.key=value" (the section may hold dots:
- * "ssh.target.lab.host=..." means section "ssh.target.lab", key "host").
+ * "x.target.lab.host=..." means section "x.target.lab", key "host").
  * Returns 0, or -1 with err when the text has no '.' or '='. */
 int sg_config_set_override(const char *assignment, struct sg_err *err);
 
@@ -64,7 +64,7 @@ void sg_config_each(const char *section, const char *prefix,
  * order: its section, its declaration, its effective value (NULL when unset;
  * a secret's value is never passed, only whether it is set) and the source
  * of that value (see sg_config_source).  Wildcard keys ("template.*") and
- * wildcard sections ("ssh.target.*") are passed as declared, value NULL. */
+ * wildcard sections ("x.target.*") are passed as declared, value NULL. */
 void sg_config_each_key(void (*fn)(const char *section, const struct sg_config_key *k,
 				   const char *value, const char *source, void *ud),
 			void *ud);

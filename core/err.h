@@ -11,7 +11,7 @@ int sg_errf(struct sg_err *err, int code, const char *fmt, ...) SG_PRINTF(3, 4);
 /* Same as sg_errf() with a va_list. */
 int sg_verrf(struct sg_err *err, int code, const char *fmt, va_list ap);
 
-/* Puts "prefix" before err's message ("docker: " + msg), for context. */
+/* Puts "prefix" before err's message ("backend: " + msg), for context. */
 void sg_err_prefix(struct sg_err *err, const char *prefix);
 
 /* Clears err to SG_E_OK and an empty message. */

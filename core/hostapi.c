@@ -14,6 +14,7 @@
 #include "core/err.h"
 #include "core/hostapi.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "core/util.h"
 
 static void host_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
@@ -101,6 +102,12 @@ static const struct sg_host_api host_api = {
 	.progress = sg_call_progress,
 	.notify = sg_call_notify,
 	.state_dir = sg_state_dir,
+	.machine_set = sg_machine_host_set,
+	.machine_keep = sg_machine_host_keep,
+	.machine_create = sg_machine_host_create,
+	.machine_remove = sg_machine_host_remove,
+	.shells_close = sg_machine_host_shells_close,
+	.call_credential = sg_call_credential,
 };
 
 const struct sg_host_api *sg_host_api_get(void)

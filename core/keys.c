@@ -13,14 +13,18 @@ static const struct sg_config_key log_keys[] = {
 };
 
 static const struct sg_config_key plugin_keys[] = {
-	{ .key = "dir", .def = PLUGINDIR, .help = "where backend plugins (NAME.so) are loaded from" },
-	{ .key = "load", .def = "docker", .help = "comma-separated backends to load" },
+	{ .key = "dir",
+	  .help = "first directory of the plugin path (backend plugins NAME.so)" },
+	{ .key = "path",
+	  .help = "further plugin directories, ':'-separated, searched after dir and before the installed plugin directory" },
+	{ .key = "load",
+	  .help = "comma-separated plugins to load; unset: every plugin found on the plugin path" },
 	{ 0 }
 };
 
 static const struct sg_config_key sandbox_keys[] = {
-	{ .key = "default_backend", .def = "docker",
-	  .help = "backend of create_sandbox without 'backend' and of lazily created sandboxes" },
+	{ .key = "default_backend",
+	  .help = "backend of create_sandbox without 'backend' and of lazily created sandboxes; unset: the usable loaded plugin with the highest preference (sandgate config shows the choice)" },
 	{ .key = "timeout", .def = "300", .accepts = "uint",
 	  .help = "default idle lifetime of a sandbox in seconds" },
 	{ .key = "command_timeout", .def = "60", .accepts = "uint",

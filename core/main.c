@@ -18,7 +18,7 @@
 #include "core/plugin.h"
 #include "core/reaper.h"
 #include "core/session.h"
-#include "core/state.h"
+#include "core/record.h"
 #include "core/tools.h"
 #include "core/util.h"
 #include "transports/transport.h"
@@ -142,13 +142,23 @@ static int load_backends(void)
 	struct sg_err err;
 	int lvl;
 
-	if (sg_plugin_load_list(sg_config_get("plugin", "dir"), sg_config_get("plugin", "load"),
-				&err) < 0) {
+	const char *def;
+
+	if (sg_plugin_load_configured(&err) < 0) {
 		SG_ERROR("%s", err.msg);
 		return EXIT_PLUGIN;
 	}
 	if (sg_config_validate(&err) < 0) {
 		SG_ERROR("%s", err.msg);
+		return EXIT_CONFIG;
+	}
+	def = sg_config_get("sandbox", "default_backend");
+	if (def && *def && !sg_plugin_find(def)) {
+		char *names = sg_plugin_names();
+
+		SG_ERROR("[sandbox] default_backend = '%s' is not a loaded plugin (loaded: %s): set it to one of them, or unset it to let sandgate choose",
+			 def, names);
+		free(names);
 		return EXIT_CONFIG;
 	}
 	lvl = sg_log_level_parse(sg_config_get("log", "level"));
@@ -168,7 +178,6 @@ static void load_backends_for_server(void)
 		fflush(stderr);
 		_exit(rc);
 	}
-	sg_machine_adopt_orphans();
 }
 
 static int setup(const struct cli *c, bool lazy_backends)
@@ -192,7 +201,8 @@ static int setup(const struct cli *c, bool lazy_backends)
 		fprintf(stderr, "sandgate: cannot open log file '%s', logging to stderr\n", file);
 	sg_tools_init();
 	if (lazy_backends)
-		return sg_machine_start_async(load_backends_for_server) < 0 ? EXIT_PLUGIN : 0;
+		return sg_machine_start_async(load_backends_for_server, sg_machine_sweep_lost) < 0
+			       ? EXIT_PLUGIN : 0;
 	return load_backends();
 }
 
@@ -211,12 +221,58 @@ static void print_key(const char *section, const struct sg_config_key *k, const 
 	putchar('\n');
 }
 
+/* After the keys: which plugins are loaded, whether each can make a
+ * machine now, and the default backend that follows. */
+static void print_backends(void)
+{
+	json_t *all = sg_plugin_probe_all(2000), *b, *def = sg_plugin_default_report();
+	size_t i;
+
+	printf("\n; plugins (from the plugin path)\n");
+	json_array_foreach(all, i, b) {
+		const char *why = json_string_value(json_object_get(b, "why"));
+
+		printf("; %s %s (ABI %s) from %s: ", json_string_value(json_object_get(b, "backend")),
+		       json_string_value(json_object_get(b, "version")),
+		       json_string_value(json_object_get(b, "abi")),
+		       json_string_value(json_object_get(b, "path")));
+		if (why)
+			printf("not usable: %s\n", why);
+		else
+			printf("usable, preference %lld\n",
+			       (long long)json_integer_value(json_object_get(b, "preference")));
+	}
+	if (!json_array_size(all))
+		printf("; none found: set [plugin] path or SANDGATE_PLUGIN_PATH\n");
+	printf("; default backend: %s (%s)\n",
+	       json_string_value(json_object_get(def, "backend")) ?: "none",
+	       json_string_value(json_object_get(def, "why")));
+	json_decref(all);
+	json_decref(def);
+}
+
 static void null_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
 {
 	(void)ctx, (void)call, (void)data, (void)len, (void)final;
 }
 
 static const struct sg_transport_ops null_ops = { .name = "cli", .send = null_send };
+
+/* Whether the session's default sandbox can be reached by id from a later
+ * process (`--keep`): only through its record. */
+static bool kept(struct sg_session *s)
+{
+	char id[SG_ID_MAX];
+	struct sg_entry *e;
+	bool ok;
+
+	if (!sg_session_default_get(s, id))
+		return true; /* nothing to keep */
+	e = sg_machine_get(s, id, NULL);
+	ok = e && sg_machine_recorded(e);
+	sg_machine_put(e);
+	return ok;
+}
 
 static int run_call(const struct cli *c)
 {
@@ -242,7 +298,6 @@ static int run_call(const struct cli *c)
 	}
 	if (c->sandbox_id)
 		json_object_set_new(args, "sandbox_id", json_string(c->sandbox_id));
-	sg_machine_adopt_orphans();
 	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
 	s = sg_session_new(&null_ops, NULL, owner);
 	call = sg_call_new(s, json_integer(0), NULL, "tools/call");
@@ -263,11 +318,13 @@ static int run_call(const struct cli *c)
 	json_decref(res);
 	json_decref(args);
 	sg_call_free(call);
-	if (!c->keep)
-		sg_session_close(s, 0);
-	else if (s->default_id[0])
+	if (c->keep && !kept(s))
+		fprintf(stderr, "sandgate: the sandbox cannot be kept: it has no record in the state database (see the log); it was destroyed\n");
+	else if (c->keep && s->default_id[0])
 		fprintf(stderr, "sandgate: kept sandbox %s (use --sandbox-id %s)\n", s->default_id,
 			s->default_id);
+	if (!c->keep || !kept(s))
+		sg_session_close(s, 0);
 	sg_session_unref(s);
 	return rc;
 }
@@ -295,6 +352,7 @@ int main(int argc, char **argv)
 		const char *last = NULL;
 
 		sg_config_each_key(print_key, &last);
+		print_backends();
 	} else if (!strcmp(c.command, "call")) {
 		rc = run_call(&c);
 	} else {
@@ -308,7 +366,7 @@ out:
 	sg_machine_release_all();
 	sg_tools_fini();
 	sg_plugin_unload_all();
-	sg_state_close();
+	sg_record_close();
 	sg_config_reset();
 	return rc;
 }

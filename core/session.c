@@ -26,6 +26,9 @@ struct sg_session *sg_session_new(const struct sg_transport_ops *ops, void *ctx,
 	memcpy(s->hash, hex, 16);
 	s->hash[16] = '\0';
 	snprintf(s->owner, sizeof(s->owner), "%s", owner);
+	sg_sha256_hex(s->owner, strlen(s->owner), hex);
+	memcpy(s->cred_hash, hex, 16);
+	s->cred_hash[16] = '\0';
 	s->ops = ops;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->lock, NULL);

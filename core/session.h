@@ -13,6 +13,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "core/util.h"
+
 struct sg_call;
 
 /* How a session's messages leave the process.  Compiled in (no ABI). */
@@ -39,6 +41,7 @@ struct sg_session {
 	char id[65];             /* 64 hex digits from the CSPRNG */
 	char hash[17];           /* SHA-256 prefix of id: labels and audit rows */
 	char owner[96];          /* credential key: "local:UID" or "token:HASH" */
+	char cred_hash[17];      /* SHA-256 prefix of owner (host->call_credential) */
 	const struct sg_transport_ops *ops;
 	void *ctx;
 

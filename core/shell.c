@@ -732,7 +732,7 @@ static int shell_restart(struct sg_shell *sh, struct sg_err *err)
 	json_decref(sh->previous);
 	sh->previous = prev;
 	pthread_mutex_unlock(&sh->lock);
-	SG_INFO("shell %s on %.12s replaced (%s), new bash pid %ld", sh->id, sh->e->m.id,
+	SG_INFO("shell %s on %s replaced (%s), new bash pid %ld", sh->id, sh->e->m.id,
 		json_string_value(json_object_get(prev, "exit_reason")), sh->bash_pid);
 	return 0;
 }
@@ -862,7 +862,7 @@ static struct sg_shell *shell_create(struct sg_entry *e, const char *purpose, bo
 	sh->next = shells;
 	shells = sh;
 	pthread_mutex_unlock(&reg_lock);
-	SG_INFO("shell %s started on %.12s (bash pid %ld)", sh->id, e->m.id, sh->bash_pid);
+	SG_INFO("shell %s started on %s (bash pid %ld)", sh->id, e->m.id, sh->bash_pid);
 	return sh;
 }
 
@@ -1375,7 +1375,7 @@ void sg_shell_close_machine(struct sg_entry *e)
 
 void sg_shell_init(void)
 {
-	sg_machine_set_destroy_hook(sg_shell_close_machine);
+	sg_machine_set_shells_hook(sg_shell_close_machine);
 }
 
 void sg_shell_fini(void)

@@ -33,6 +33,8 @@ static void tools_text_clear(void)
 	pthread_mutex_lock(&tools_text_lock);
 	free(tools_text);
 	tools_text = NULL;
+	json_decref(tools_list);
+	tools_list = NULL;
 	pthread_mutex_unlock(&tools_text_lock);
 }
 
@@ -50,8 +52,6 @@ void sg_tools_register(const struct sg_tool *family, size_t n)
 		schemas[n_tools] = schema;
 		tools[n_tools++] = &family[i];
 	}
-	json_decref(tools_list);
-	tools_list = NULL;
 	tools_text_clear();
 }
 
@@ -61,8 +61,6 @@ void sg_tools_fini(void)
 	for (size_t i = 0; i < n_tools; i++)
 		json_decref(schemas[i]);
 	n_tools = 0;
-	json_decref(tools_list);
-	tools_list = NULL;
 	tools_text_clear();
 }
 
@@ -82,19 +80,35 @@ static json_t *schema_of(const struct sg_tool *tool)
 	return NULL;
 }
 
-json_t *sg_tools_list(void)
+/* Called with tools_text_lock held. */
+static json_t *list_locked(void)
 {
 	json_t *arr;
 
 	if (tools_list)
 		return tools_list;
+	/* Schemas built from the loaded plugins (a backend enum) need them all. */
+	sg_machine_wait_ready();
 	arr = json_array();
-	for (size_t i = 0; i < n_tools; i++)
+	for (size_t i = 0; i < n_tools; i++) {
+		if (tools[i]->schema_hook)
+			tools[i]->schema_hook(schemas[i]);
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:O}", "name", tools[i]->name,
 						     "description", tools[i]->description,
 						     "inputSchema", schemas[i]));
+	}
 	tools_list = json_pack("{s:o}", "tools", arr);
 	return tools_list;
+}
+
+json_t *sg_tools_list(void)
+{
+	json_t *l;
+
+	pthread_mutex_lock(&tools_text_lock);
+	l = list_locked();
+	pthread_mutex_unlock(&tools_text_lock);
+	return l;
 }
 
 const char *sg_tools_list_text(size_t *len)
@@ -103,7 +117,7 @@ const char *sg_tools_list_text(size_t *len)
 
 	pthread_mutex_lock(&tools_text_lock);
 	if (!tools_text) {
-		tools_text = json_dumps(sg_tools_list(), JSON_COMPACT);
+		tools_text = json_dumps(list_locked(), JSON_COMPACT);
 		if (!tools_text)
 			abort(); /* out of memory: the sg_xmalloc policy */
 		tools_text_len = strlen(tools_text);

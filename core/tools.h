@@ -34,6 +34,9 @@ struct sg_tool {
 	const char *description;
 	const char *input_schema; /* JSON Schema text, an object */
 	sg_tool_fn *fn;
+	/* Optional: completes the parsed schema (in place, idempotent) once the
+	 * backends are loaded, when the tool list is built. */
+	void (*schema_hook)(json_t *schema);
 };
 
 /* Registers a family of tools (static storage).  Aborts when a schema is
@@ -51,7 +54,8 @@ void sg_tools_env_fini(void);
 
 const struct sg_tool *sg_tool_find(const char *name);
 
-/* The tools/list result, built once and cached.  Borrowed JSON. */
+/* The tools/list result, built once (after the backends loaded) and
+ * cached.  Thread-safe.  Borrowed JSON. */
 json_t *sg_tools_list(void);
 /* The same, serialised compactly, and its length.  Thread-safe; borrowed,
  * valid until the next sg_tools_register() or sg_tools_fini(). */

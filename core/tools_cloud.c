@@ -20,9 +20,8 @@
 #include "core/util.h"
 
 #define WORKSPACE_NOTE \
-	"Relative paths and the default working directory are the sandbox's workspace: " \
-	"/workspace on Docker, the sandbox's own directory on SSH, the template's " \
-	"working directory on FC."
+	"Relative paths and the default working directory are the sandbox's workspace " \
+	"(create_sandbox returns it; /workspace on most backends)."
 
 /* Bytes a read or write may move, [sandbox] max_file_bytes. */
 static size_t file_cap(void)
@@ -298,7 +297,7 @@ static int tool_run_code(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
-	if (SG_HAS(e->m.backend, run_code)) {
+	if (e->m.backend->run_code) {
 		struct sg_code_req creq = { .language = lang, .code = code,
 					    .timeout_ms = timeout * 1000, .output_cap = output_cap() };
 		struct sg_code_result cres = { 0 };
@@ -561,6 +560,32 @@ static int tool_kill(struct sg_tool_ctx *t, json_t *args, json_t **result, struc
 
 /* ---- the table ---------------------------------------------------------------- */
 
+/* The backend property names the plugins actually loaded, each with its
+ * one-line summary. */
+static void create_schema(json_t *schema)
+{
+	json_t *props = json_object_get(schema, "properties"), *names = json_array(), *prop;
+	struct sg_buf d = { 0 };
+	static const char tail[] = "; omitted: the server's default backend";
+
+	sg_buf_append(&d, "Backend plugin: ", 16);
+	for (struct sg_plugin *p = sg_plugin_first(); p; p = p->next) {
+		char *one = sg_xasprintf("%s%s (%s)", json_array_size(names) ? "; " : "", p->b->name,
+					 p->b->summary ? p->b->summary : "no summary");
+
+		json_array_append_new(names, json_string(p->b->name));
+		sg_buf_append(&d, one, strlen(one));
+		free(one);
+	}
+	sg_buf_append(&d, tail, sizeof(tail) - 1);
+	prop = json_pack("{s:s, s:s%}", "type", "string", "description", d.data, d.len);
+	if (json_array_size(names))
+		json_object_set(prop, "enum", names);
+	json_object_set_new(props, "backend", prop);
+	json_decref(names);
+	sg_buf_release(&d);
+}
+
 #define SANDBOX_ID_PROP \
 	"\"sandbox_id\": {\"type\": \"string\", \"description\": \"Sandbox ID; omitted uses the session's default sandbox (created on first use)\"}"
 
@@ -572,9 +597,9 @@ static const struct sg_tool cloud_tools[] = {
 	  "\"template\": {\"type\": \"string\", \"description\": \"Template name (Docker: an image alias from [docker] template.NAME); omitted uses the server's default template\"},"
 	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 300, \"description\": \"Idle lifetime in seconds: each use moves the expiry to now plus this\"},"
 	  "\"envs\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Environment variables for every command in the sandbox\"},"
-	  "\"backend\": {\"type\": \"string\", \"description\": \"Backend plugin: docker, ssh or fc; omitted uses the server's default backend\"}"
+	  "\"backend\": {\"type\": \"string\", \"description\": \"Backend plugin; omitted uses the server's default backend\"}"
 	  "}, \"additionalProperties\": false}",
-	  tool_create },
+	  tool_create, create_schema },
 	{ "run_code",
 	  "Run code in the sandbox with its interpreter (python, javascript, typescript, shell, r). "
 	  "Returns stdout, stderr, exit_code, the interpreter that ran, and output_files: the files the run "

@@ -60,11 +60,7 @@ static int env_machine(struct sg_tool_ctx *t, json_t *args, const char *key, str
 	return r;
 }
 
-/* How a machine is named in results: its name, else its id. */
-static const char *label(const struct sg_entry *e)
-{
-	return e->name[0] ? e->name : e->m.id;
-}
+#define label sg_machine_label
 
 static void add_machine(json_t *result, const struct sg_entry *e, bool created)
 {
@@ -356,16 +352,36 @@ out:
 
 static int remove_file(struct sg_entry *e, const char *path, struct sg_call *call, struct sg_err *err)
 {
-	const char *argv[] = { "/bin/sh", "-c", "exec rm -f -- \"$1\"", "sandgate", path, NULL };
-	struct sg_exec_req req = { .argv = argv, .cwd = "/", .timeout_ms = 60000 };
-	struct sg_exec_result res = { 0 };
-	int rc = sg_m_exec(e, &req, call, &res, err);
+	if (sg_m_file_remove(e, path, false, call, err) < 0) {
+		sg_err_prefix(err, "cannot delete the file: ");
+		return -1;
+	}
+	return 0;
+}
 
-	if (rc == 0 && res.exit_code != 0)
-		rc = sg_errf(err, SG_E_IO, "cannot delete %s: %.200s", path, res.err.data ? res.err.data : "");
-	sg_buf_release(&res.out);
-	sg_buf_release(&res.err);
-	return rc;
+/* A file the diff creates must not be there yet (it would be overwritten
+ * unseen); one it deletes must be a file. */
+static int check_planned(struct sg_tool_ctx *t, struct sg_entry *e, const struct planned *pl,
+			 struct sg_err *err)
+{
+	struct sg_stat st;
+	struct sg_err serr;
+
+	if (!pl->created && !pl->deleted)
+		return 0;
+	if (sg_m_file_stat(e, pl->path, t->call, &st, &serr) < 0) {
+		if (serr.code == SG_E_NOTFOUND && pl->created)
+			return 0;
+		*err = serr;
+		return -1;
+	}
+	if (pl->created)
+		return sg_errf(err, SG_E_EXISTS,
+			       "patch: the diff creates %s (--- /dev/null), but it exists: patch it with a diff against its content, or remove it first",
+			       pl->path);
+	if (st.type == SG_FT_DIR)
+		return sg_errf(err, SG_E_INVAL, "patch: the diff deletes %s, which is a directory", pl->path);
+	return 0;
 }
 
 /* All files are computed first and checked, then written: a hunk that does
@@ -389,7 +405,8 @@ static int patch_diff(struct sg_tool_ctx *t, struct sg_entry *e, json_t *args, j
 		goto out;
 	pl = sg_xcalloc(d->n, sizeof(*pl));
 	for (size_t i = 0; i < d->n; i++)
-		if (plan_file(t, e, &d->files[i], d->n == 1 && path && *path ? path : NULL, &pl[i], err) < 0)
+		if (plan_file(t, e, &d->files[i], d->n == 1 && path && *path ? path : NULL, &pl[i], err) < 0 ||
+		    check_planned(t, e, &pl[i], err) < 0)
 			goto out;
 	for (size_t i = 0; i < d->n; i++) {
 		if (pl[i].deleted)
@@ -672,36 +689,16 @@ static int create_persistent(struct sg_tool_ctx *t, const char *backend, const c
 			     struct sg_err *err)
 {
 	struct sg_create_req req = { 0 };
-	struct sg_entry *e = sg_machine_get(t->s, name, NULL);
+	struct sg_entry *e;
 
-	if (e) {
-		sg_machine_put(e);
-		return sg_errf(err, SG_E_EXISTS, "a machine named '%s' exists already: use it, or remove it first", name);
-	}
 	req.template_name = tmpl && *tmpl ? tmpl : NULL;
-	req.owner = t->s->owner;
-	req.session_hash = t->s->hash;
-	req.persistent = true;
 	req.name = name;
 	req.options = options;
-	if (sg_machine_create(t->s, backend, &req, t->call, &e, err) < 0)
+	if (sg_machine_create_persistent(t->s, backend, &req, purpose, t->call, &e, err) < 0)
 		return -1;
-	sg_machine_set_purpose(e, purpose);
-	*result = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", name, "status", "running", "backend",
-			    e->m.backend->name, "sandbox_id", e->m.id, "workspace", e->m.workspace);
+	*result = sg_machine_summary(e);
 	sg_machine_put(e);
 	return 0;
-}
-
-static bool valid_name(const char *n)
-{
-	if (!*n || strlen(n) > 63)
-		return false;
-	for (const char *c = n; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		      *c == '-' || *c == '_' || *c == '.'))
-			return false;
-	return true;
 }
 
 static int op_machine_create(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
@@ -712,8 +709,6 @@ static int op_machine_create(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 	if (sg_arg_str(p, "name", true, &name, err) < 0 || sg_arg_str(p, "backend", false, &backend, err) < 0 ||
 	    sg_arg_str(p, "template", false, &tmpl, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0)
 		return -1;
-	if (!valid_name(name))
-		return sg_errf(err, SG_E_INVAL, "name '%.64s' is not valid: use 1 to 63 letters, digits, '-', '_' or '.'", name);
 	if (options && !json_is_object(options))
 		return sg_errf(err, SG_E_INVAL, "params.options must be an object");
 	return create_persistent(t, backend && *backend ? backend : NULL, name, tmpl, purpose, options, result, err);
@@ -735,103 +730,6 @@ static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 		return -1;
 	sg_session_default_clear(t->s, id);
 	*result = json_pack("{s:s, s:s}", "machine", m, "status", "removed");
-	return 0;
-}
-
-/* ---- SSH machines (the plugin makes the connection; the core owns them) ------------- */
-
-/* ssh.so reaches the hosts the operator configured ([ssh.target.NAME]
- * with host, user, key): a persistent SSH machine names one with `target`.
- * An ad-hoc host from the client is refused rather than passed on, since
- * ssh.so would quietly use its default target for it (and a key path would
- * name a file on the sandgate host). */
-static int op_ssh_connect(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
-{
-	const char *name, *target, *host, *purpose;
-	json_t *opts;
-	int r;
-
-	if (sg_arg_str(p, "name", true, &name, err) < 0 || sg_arg_str(p, "target", false, &target, err) < 0 ||
-	    sg_arg_str(p, "host", false, &host, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0)
-		return -1;
-	if (!valid_name(name))
-		return sg_errf(err, SG_E_INVAL, "name '%.64s' is not valid: use 1 to 63 letters, digits, '-', '_' or '.'", name);
-	sg_machine_wait_ready(); /* ssh.so may still be loading */
-	if (!sg_plugin_find("ssh"))
-		return sg_errf(err, SG_E_NOTSUP, "ssh_connect needs the ssh backend: add ssh to [plugin] load");
-	if (host && *host)
-		return sg_errf(err, SG_E_NOTSUP,
-			       "ssh_connect takes a configured target, not a host: the operator defines [ssh.target.NAME] "
-			       "(host, user, port, key) and you pass target=NAME; omit target for [ssh] default_host");
-	opts = json_object();
-	if (target && *target)
-		json_object_set_new(opts, "target", json_string(target));
-	r = create_persistent(t, "ssh", name, NULL, purpose, opts, result, err);
-	json_decref(opts);
-	return r;
-}
-
-/* The SSH machine params.machine names (a reference). */
-static struct sg_entry *ssh_machine(struct sg_tool_ctx *t, json_t *p, struct sg_err *err)
-{
-	const char *m;
-	struct sg_entry *e;
-
-	if (sg_arg_str(p, "machine", true, &m, err) < 0)
-		return NULL;
-	e = sg_machine_get(t->s, m, err);
-	if (e && strcmp(e->m.backend->name, "ssh")) {
-		sg_errf(err, SG_E_INVAL, "'%s' is a %s machine: ssh_* actions only work on SSH machines", m,
-			e->m.backend->name);
-		sg_machine_put(e);
-		return NULL;
-	}
-	return e;
-}
-
-/* Ends the machine's shells; ssh.so closes idle connections by itself. */
-static int op_ssh_disconnect(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
-{
-	struct sg_entry *e = ssh_machine(t, p, err);
-
-	if (!e)
-		return -1;
-	sg_shell_close_machine(e);
-	*result = json_pack("{s:s, s:s}", "machine", label(e), "status", "stopped");
-	sg_machine_put(e);
-	return 0;
-}
-
-/* Checks the machine answers (a new connection when the old one is gone). */
-static int op_ssh_reconnect(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
-{
-	const char *argv[] = { "true", NULL };
-	struct sg_exec_req req = { .argv = argv, .timeout_ms = 30000 };
-	struct sg_exec_result res = { 0 };
-	struct sg_entry *e = ssh_machine(t, p, err);
-	int r;
-
-	if (!e)
-		return -1;
-	r = sg_m_exec(e, &req, t->call, &res, err);
-	sg_buf_release(&res.out);
-	sg_buf_release(&res.err);
-	if (r == 0)
-		*result = json_pack("{s:s, s:s}", "machine", label(e), "status", "running");
-	sg_machine_put(e);
-	return r;
-}
-
-static int op_ssh_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
-{
-	struct sg_entry *e = ssh_machine(t, p, err);
-
-	if (!e)
-		return -1;
-	sg_machine_put(e);
-	if (op_machine_remove(t, p, result, err) < 0)
-		return -1;
-	json_object_set_new(*result, "target", json_string(json_string_value(json_object_get(*result, "machine"))));
 	return 0;
 }
 
@@ -858,18 +756,9 @@ static const struct env_op core_ops[] = {
 	  "{\"action\":\"shell_interrupt\",\"params\":{\"shell_id\":\"sh_0123456789ab\"}}", op_shell_interrupt },
 	{ "machine_create", "a persistent machine: kept after the session, reachable only with your credential",
 	  "name (required), backend, template, purpose, options (backend-specific object)",
-	  "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\",\"backend\":\"docker\"}}", op_machine_create },
+	  "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\"}}", op_machine_create },
 	{ "machine_remove", "destroy a machine (persistent or not) and its shells", "machine (required)",
 	  "{\"action\":\"machine_remove\",\"params\":{\"machine\":\"dev\"}}", op_machine_remove },
-	{ "ssh_connect", "a persistent SSH machine on a host the operator configured ([ssh.target.NAME])",
-	  "name (required); target (a configured [ssh.target.NAME]; omitted: [ssh] default_host); purpose",
-	  "{\"action\":\"ssh_connect\",\"params\":{\"name\":\"lab\",\"target\":\"lab\"}}", op_ssh_connect },
-	{ "ssh_disconnect", "end an SSH machine's shells (the machine and its files stay)", "machine (required)",
-	  "{\"action\":\"ssh_disconnect\",\"params\":{\"machine\":\"lab\"}}", op_ssh_disconnect },
-	{ "ssh_reconnect", "check an SSH machine answers again (a fresh connection)", "machine (required)",
-	  "{\"action\":\"ssh_reconnect\",\"params\":{\"machine\":\"lab\"}}", op_ssh_reconnect },
-	{ "ssh_remove", "remove an SSH machine: its shells end, its directory is deleted", "machine (required)",
-	  "{\"action\":\"ssh_remove\",\"params\":{\"machine\":\"lab\"}}", op_ssh_remove },
 };
 
 static const size_t n_core_ops = sizeof(core_ops) / sizeof(core_ops[0]);
@@ -903,11 +792,6 @@ static json_t *op_json(const struct env_op *op)
 	return o;
 }
 
-static bool is_ssh_op(const char *name)
-{
-	return !strncmp(name, "ssh_", 4);
-}
-
 static int op_help(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
 {
 	json_t *ops = json_array(), *more = json_object();
@@ -921,7 +805,7 @@ static int op_help(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_
 	for (size_t i = 0; i < n_core_ops; i++) {
 		const char *n = core_ops[i].name;
 
-		if (strcmp(n, "help") && strcmp(n, "status") && !is_ssh_op(n))
+		if (strcmp(n, "help") && strcmp(n, "status"))
 			json_array_append_new(ops, op_json(&core_ops[i]));
 	}
 	for (struct sg_plugin *pl = sg_plugin_first(); pl; pl = pl->next) {
@@ -959,15 +843,59 @@ static int backend_help(struct sg_plugin *pl, json_t **result)
 			json_object_set_new(o, "example", json_string(a->example));
 		json_array_append_new(ops, o);
 	}
-	for (size_t i = 0; i < n_core_ops; i++)
-		if (!strcmp(b->name, "ssh") && is_ssh_op(core_ops[i].name))
-			json_array_append_new(ops, op_json(&core_ops[i]));
-	json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "action", "machine_create", "description",
+	json_array_append_new(ops, json_pack("{s:s, s:s, s:s++}", "action", "machine_create", "description",
 		"a persistent machine on this backend (kept after the session; yours only)",
-		"example", "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\",\"backend\":\"docker\"}}"));
+		"example", "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\",\"backend\":\"", b->name,
+		"\"}}"));
 	*result = json_pack("{s:s, s:s, s:s, s:o}", "backend", b->name, "summary", b->summary ? b->summary : "",
 			    "help", b->help ? b->help : "", "operations", ops);
 	return 0;
+}
+
+/* The params of an action against its declared schema: every required
+ * property given, and no unknown one where the schema says so (a typo
+ * would otherwise be silently ignored). */
+static int check_params(const struct sg_plugin *pl, const struct sg_action *a, json_t *p,
+			struct sg_err *err)
+{
+	json_t *schema = json_loads(a->params_schema, 0, NULL), *props, *v;
+	const char *key;
+	size_t i;
+	int r = 0;
+
+	props = json_object_get(schema, "properties");
+	json_array_foreach(json_object_get(schema, "required"), i, v) {
+		const char *k = json_string_value(v);
+
+		if (k && !json_object_get(p, k)) {
+			r = sg_errf(err, SG_E_INVAL, "%s needs params.%s: see sandbox_env action=%s_help for its params",
+				    a->name, k, pl->b->name);
+			goto out;
+		}
+	}
+	if (!json_is_false(json_object_get(schema, "additionalProperties")))
+		goto out;
+	json_object_foreach(p, key, v) {
+		if (!json_object_get(props, key)) {
+			char *valid = NULL;
+			const char *k;
+			json_t *pv;
+
+			json_object_foreach(props, k, pv) {
+				char *prev = valid;
+
+				valid = prev ? sg_xasprintf("%s, %s", prev, k) : sg_xstrdup(k);
+				free(prev);
+			}
+			r = sg_errf(err, SG_E_INVAL, "%s has no parameter '%s': valid ones are %s", a->name, key,
+				    valid ? valid : "(none)");
+			free(valid);
+			goto out;
+		}
+	}
+out:
+	json_decref(schema);
+	return r;
 }
 
 static int run_plugin_action(struct sg_tool_ctx *t, struct sg_plugin *pl, const struct sg_action *a,
@@ -977,6 +905,8 @@ static int run_plugin_action(struct sg_tool_ctx *t, struct sg_plugin *pl, const 
 	bool created = false;
 	int r;
 
+	if (check_params(pl, a, p, err) < 0)
+		return -1;
 	if (a->needs_machine && env_machine(t, p, "machine", &e, &created, err) < 0)
 		return -1;
 	if (e && e->m.backend != pl->b) {
@@ -1158,7 +1088,7 @@ static const struct sg_tool env_tools[] = {
 	  tool_file_search },
 	{ "sandbox_env",
 	  "Environment management. action=help lists the operations (machines, shells) and one help topic per backend "
-	  "(docker_help, ssh_help, fc_help); action=status shows the default machine, your machines and shells.",
+	  "(<backend>_help, with its own actions); action=status shows the default machine, your machines and shells.",
 	  "{\"type\": \"object\", \"properties\": {"
 	  "\"action\": {\"type\": \"string\", \"description\": \"help, status, or an action that help lists\"},"
 	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters\"}"

@@ -11,6 +11,11 @@
 
 #include "core/buf.h"
 
+/* Core buffers: a machine id (host->machine_set refuses longer ones) and a
+ * path on this host. */
+#define SG_ID_MAX   256
+#define SG_PATH_MAX 4096
+
 /* Internal allocations abort on OOM (the git and glib policy): sizes that
  * come from outside are bounded before they reach these. */
 void *sg_xmalloc(size_t n);

@@ -1,31 +1,57 @@
 /*
- * sandgate backend plugin ABI.
+ * sandgate backend plugin ABI 2.0.
  *
- * A backend is a shared object (docker.so, ssh.so, fc.so) that exports exactly
- * one data symbol, `sg_backend`, of type `const struct sg_backend`.  The core
- * dlopen()s the file, reads that descriptor and checks its header (magic, ABI
- * major and minor, size, name, required slots) before it calls any plugin code.
+ * A backend is a shared object (docker.so, ssh.so, fc.so, local.so, yours)
+ * that exports exactly one data symbol, `sg_backend`, of type
+ * `const struct sg_backend`.  The core dlopen()s the file, reads that
+ * descriptor and checks it (magic, ABI major and minor, size, name, and that
+ * every slot group is complete or absent) before it calls any plugin code.
+ * doc/plugin-guide.md walks through writing one; doc/plugin-abi.md keeps
+ * the dated change list.
  *
- * Rules (doc/plugin-abi.md keeps the dated change list):
- *  - Append only.  A new slot goes at the end of its struct and bumps
- *    SG_PLUGIN_ABI_MINOR; removing or changing anything bumps SG_PLUGIN_ABI_MAJOR.
- *  - The core accepts a plugin whose major equals its own and whose minor is
- *    not newer than its own.  Slots past the 1.0 layout are read only through
+ * Rules:
+ *  - Append only within a major.  A new slot goes at the end of its struct
+ *    and bumps SG_PLUGIN_ABI_MINOR; removing or changing anything bumps
+ *    SG_PLUGIN_ABI_MAJOR.  Slots appended after 2.0 are read only through
  *    SG_HAS(), which checks the plugin's `size`.
- *  - A plugin never links against the daemon: everything it needs from the core
- *    comes through `struct sg_host_api`, handed to init().
- *  - Every slot may be called from several threads at once; a plugin guards its
- *    own shared state.  Calls on one machine may also overlap.
+ *  - The core accepts a plugin whose major equals its own and whose minor is
+ *    not newer than its own.
+ *  - A plugin never links against the daemon: everything it needs from the
+ *    core comes through `struct sg_host_api`, handed to init().
+ *  - Every slot may be called from several threads at once; a plugin guards
+ *    its own shared state.  Calls on one machine may also overlap.
  *
- * Error convention (one for the whole project): functions return 0 (or a count)
- * on success and -1 on failure, and then have filled the caller-owned
- * `struct sg_err` through host->errf().  A NULL err is allowed.
+ * Contracts the core keeps, so a backend need not:
+ *  - Paths reach a plugin absolute (relative ones were joined to the
+ *    machine's workspace, "~" expanded).
+ *  - The create-time environment of a machine (create_sandbox `envs`) is
+ *    applied by the core to every exec and stream: it arrives in
+ *    sg_exec_req.env, first, followed by the call's own variables (a name
+ *    the call sets is not repeated from the machine's).  A backend may
+ *    also apply it at create; it need not store it.  Its values never
+ *    reach a log line or an audit row.
+ *  - The core keeps one record per machine (its state.db): id, backend,
+ *    name, owner, session and credential hashes, template, workspace,
+ *    lifetime, last use, the create-time environment and an opaque JSON
+ *    value the plugin may keep (host->machine_keep).  An explicit id that
+ *    this process does not know is looked up there and bound with
+ *    machine_attach; ownership is checked from the record, the same way on
+ *    every backend.  A backend tags what it creates with req->owner so that
+ *    machines whose record was lost (a crash between create and record) can
+ *    still be found by machine_list.
+ *  - Logs never cut an id; ids, workspace and url are set through
+ *    host->machine_set (no fixed-size buffers in the ABI).
+ *
+ * Error convention (one for the whole project): functions return 0 (or a
+ * count) on success and -1 on failure, and then have filled the
+ * caller-owned `struct sg_err` through host->errf().  A NULL err is allowed.
  *
  * Memory: JSON values given to a plugin are borrowed for the call.  Buffers
- * (struct sg_buf) are initialised and freed by the core and grown by the plugin
- * with host->buf_append().  JSON values a plugin returns (json_t **out) become
- * the caller's reference.  `struct sg_machine` is allocated by the core; the
- * plugin owns only `machine->handle`, which it frees in machine_release().
+ * (struct sg_buf) are initialised and freed by the core and grown by the
+ * plugin with host->buf_append().  JSON values a plugin returns (json_t
+ * **out) become the caller's reference.  `struct sg_machine` and its strings
+ * belong to the core; the plugin owns only `machine->handle`, which it frees
+ * in machine_release().
  *
  * This header is self-contained and never includes config.h.
  */
@@ -44,8 +70,8 @@ extern "C" {
 #endif
 
 #define SG_PLUGIN_MAGIC     0x53475042u /* "SGPB" */
-#define SG_PLUGIN_ABI_MAJOR 1u          /* bump on any removal or change */
-#define SG_PLUGIN_ABI_MINOR 2u          /* bump on append */
+#define SG_PLUGIN_ABI_MAJOR 2u          /* bump on any removal or change */
+#define SG_PLUGIN_ABI_MINOR 0u          /* bump on append */
 
 #define SG_MACHINE_MAGIC 0x53474d41u /* "SGMA" */
 
@@ -116,6 +142,21 @@ struct sg_buf {
  * May be NULL (internal calls such as the reaper). */
 struct sg_call;
 
+struct sg_backend;
+struct sg_machine;
+struct sg_create_req;
+
+/* The strings of a machine a plugin sets with host->machine_set(). */
+enum sg_machine_field {
+	SG_MACHINE_ID = 0,    /* backend id: container id, directory name, E2B sandboxID */
+	SG_MACHINE_WORKSPACE, /* default cwd and list path: an absolute path in the machine */
+	SG_MACHINE_URL,       /* the machine's address on its backend, or "" */
+	SG_MACHINE_TEMPLATE   /* what it was made from: image, target, template */
+};
+
+/* Longest value host->machine_set() takes, in bytes. */
+#define SG_MACHINE_FIELD_MAX 4096
+
 /* ---- host API: what the core offers a plugin ---------------------------- */
 
 struct sg_host_api {
@@ -123,7 +164,7 @@ struct sg_host_api {
 	uint32_t minor; /* SG_PLUGIN_ABI_MINOR of the core */
 
 	/* Log a line to sandgate's log (stderr or file), tagged "[plugin]".
-	 * Never pass secrets or whole command output. */
+	 * Never pass secrets, environment values or whole command output. */
 	void (*log)(enum sg_log_level level, const char *plugin,
 		    const char *fmt, ...) SG_PRINTF(3, 4);
 
@@ -172,48 +213,86 @@ struct sg_host_api {
 	/* sandgate's per-user state directory (created, mode 0700), for plugin
 	 * state such as SSH known-hosts caches.  Borrowed, process lifetime. */
 	const char *(*state_dir)(void);
+
+	/* Sets one string of m (a printf format), in machine_create or
+	 * machine_attach only, before the machine is shared.  The core copies
+	 * it; m->id and the others point at the copy until the next set.
+	 * Returns 0, or -1 with errno EINVAL (an empty id, or a value with a
+	 * control character) or E2BIG (longer than SG_MACHINE_FIELD_MAX). */
+	int (*machine_set)(struct sg_machine *m, enum sg_machine_field field,
+			   const char *fmt, ...) SG_PRINTF(3, 4);
+
+	/* Keeps a copy of `data` (a JSON object, borrowed) in the machine's
+	 * record, in place of what was kept before; machine_attach gets it
+	 * back.  For what the backend cannot read off the machine itself (the
+	 * SSH target a directory lives on).  Never put secrets in it.  Call it
+	 * from machine_create or machine_attach.  Returns 0 or -1 (not an
+	 * object, or the record could not be written). */
+	int (*machine_keep)(struct sg_machine *m, const json_t *data);
+
+	/* From an action handler: makes a persistent machine on backend `self`
+	 * (the plugin's own descriptor) for the caller of `call`, exactly as
+	 * sandbox_env machine_create does: named req->name (required, unique
+	 * among the caller's machines), kept after the session, reachable only
+	 * with the caller's credential.  `purpose` may be NULL.  *result gets
+	 * a new object {name, status, backend, sandbox_id, workspace} (the
+	 * caller's reference).  Returns 0, or -1 with err (SG_E_EXISTS, or
+	 * what machine_create said). */
+	int (*machine_create)(struct sg_call *call, const struct sg_backend *self,
+			      const struct sg_create_req *req, const char *purpose,
+			      json_t **result, struct sg_err *err);
+
+	/* From an action handler: destroys m (given to the handler) with its
+	 * shells and record, as sandbox_env machine_remove does.  m stays valid
+	 * until the handler returns.  Returns 0 or -1 with err. */
+	int (*machine_remove)(struct sg_call *call, struct sg_machine *m,
+			      struct sg_err *err);
+
+	/* Ends every persistent shell of m (what they run included); the
+	 * machine stays.  Safe to call when it has none. */
+	void (*shells_close)(struct sg_machine *m);
+
+	/* A name for the credential behind `call` (a bearer token over HTTP,
+	 * the local user over stdio): 16 hex digits of a hash, the same for
+	 * every session of that credential, never the credential itself; for
+	 * scoping what a backend keeps per caller (directories, networks).
+	 * "" for a NULL call.  Borrowed, valid while the call runs. */
+	const char *(*call_credential)(const struct sg_call *call);
 };
 
 /* ---- machines ------------------------------------------------------------ */
 
-#define SG_ID_MAX   128
-#define SG_PATH_MAX 1024
-#define SG_URL_MAX  512
-
-/* A machine (sandbox) as the core holds it.  Allocated and freed by the core;
- * create() and attach() fill id, workspace, url and handle. */
+/* A machine (sandbox) as the core holds it.  Allocated and freed by the
+ * core, as are its strings: a plugin reads them and sets them through
+ * host->machine_set().  Every string is "" until set, never NULL. */
 struct sg_machine {
 	uint32_t magic;                   /* SG_MACHINE_MAGIC, set by the core */
 	const struct sg_backend *backend; /* set by the core */
 	void *backend_priv;               /* the plugin's init() priv, set by the core */
-	char id[SG_ID_MAX];               /* backend id: container id, dir, E2B sandboxID */
-	char workspace[SG_PATH_MAX];      /* default cwd and list path */
-	char url[SG_URL_MAX];             /* backend address of the machine, or "" */
-	char template_name[SG_ID_MAX];    /* what it was made from: image, target, template */
-	void *handle;                     /* plugin-owned; freed by machine_release() */
+	const char *id;                   /* SG_MACHINE_ID, required */
+	const char *workspace;            /* SG_MACHINE_WORKSPACE, required */
+	const char *url;                  /* SG_MACHINE_URL */
+	const char *template_name;        /* SG_MACHINE_TEMPLATE */
+	const char *name;                 /* set by the core: the persistent
+					     machine's name, or "" */
+	void *handle;                     /* plugin-owned, may stay NULL; machine_release()
+					     is called for every machine create or
+					     attach bound, handle or not */
 };
 
-/* What create() is asked to make.  All pointers borrowed for the call. */
+/* What machine_create is asked to make.  All pointers borrowed for the call. */
 struct sg_create_req {
 	const char *template_name;  /* NULL: the backend's configured default */
-	unsigned lifetime_s;        /* idle lifetime; backends label or set it */
-	const char *const *env;     /* "KEY=VALUE" strings, NULL-terminated, or NULL */
-	const char *owner;          /* "host:pid:starttime" of this sandgate process */
+	unsigned lifetime_s;        /* idle lifetime; the core expires it, a backend
+				       with its own expiry may push it */
+	const char *const *env;     /* "KEY=VALUE", NULL-terminated, or NULL: the
+				       create-time environment (see the contracts) */
+	const char *owner;          /* the owner tag to put on what you create
+				       ("host:pid:starttime" of this sandgate) */
 	const char *session_hash;   /* hex SHA-256 prefix of the session id, never the id */
 	bool persistent;            /* survives its session (sandbox_env machines) */
 	const char *name;           /* persistent machine name, or NULL */
-	const json_t *options;      /* backend-specific create options, or NULL */
-};
-
-/* One machine a backend reports in machine_list(). */
-struct sg_machine_entry {
-	char id[SG_ID_MAX];
-	char owner[SG_ID_MAX];        /* the owner label, "" when none */
-	char session_hash[SG_ID_MAX]; /* "" when none */
-	int64_t created;              /* unix seconds, 0 when unknown */
-	unsigned lifetime_s;          /* 0 when unknown */
-	bool running;
-	bool persistent;
+	const json_t *options;      /* backend-specific create options (an object), or NULL */
 };
 
 /* ---- exec ------------------------------------------------------------------ */
@@ -223,8 +302,10 @@ struct sg_machine_entry {
 struct sg_exec_req {
 	const char *command;      /* run by a non-login `/bin/sh -c`, or NULL */
 	const char *const *argv;  /* NULL-terminated vector, used when command == NULL */
-	const char *cwd;          /* NULL: the machine's workspace */
-	const char *const *env;   /* "KEY=VALUE", NULL-terminated, or NULL */
+	const char *cwd;          /* absolute; NULL: the machine's workspace */
+	const char *const *env;   /* "KEY=VALUE", NULL-terminated, or NULL: the
+				     machine's create-time environment, then the
+				     call's own; no name twice */
 	unsigned timeout_ms;      /* 0: no timeout */
 	size_t output_cap;        /* bytes kept per stream; 0: SG_OUTPUT_CAP_DEFAULT */
 };
@@ -246,6 +327,12 @@ struct sg_exec_result {
  * (Docker attached exec, SSH channel, FC process with stdin).  Opaque to the
  * core, owned by the plugin, closed with stream_close(). */
 struct sg_stream;
+
+/* Channels of a stream opened with stream_open_status. */
+enum sg_stream_channel {
+	SG_STREAM_OUTPUT = 0, /* stdout and stderr, merged in order */
+	SG_STREAM_STATUS = 1  /* what the process wrote on its status fd */
+};
 
 /* ---- files ----------------------------------------------------------------- */
 
@@ -270,7 +357,8 @@ struct sg_write_opts {
 struct sg_code_req {
 	const char *language; /* "python", "javascript", "typescript", "shell", "r" */
 	const char *code;
-	const char *cwd;      /* NULL: workspace */
+	const char *cwd;      /* absolute; NULL: workspace */
+	const char *const *env; /* as sg_exec_req.env */
 	unsigned timeout_ms;
 	size_t output_cap;
 };
@@ -284,16 +372,33 @@ struct sg_code_result {
 	json_t *error;             /* {name, value, traceback} or NULL; caller's reference */
 };
 
+/* ---- probe ----------------------------------------------------------------- */
+
+/* What probe() tells the core besides usable or not. */
+struct sg_probe {
+	/* Rank for the default backend when [sandbox] default_backend is
+	 * unset: the usable backend with the highest one is taken.  The
+	 * project's own: docker 40, local 30, ssh 20, fc 10. */
+	int preference;
+	/* Facts for `sandgate status` and `sandgate config` (endpoint, engine
+	 * version, targets), a new object the core takes, or NULL.  Never a
+	 * secret. */
+	json_t *details;
+};
+
 /* ---- backend actions (sandbox_env discovery) ------------------------------- */
 
-/* One backend-specific action, listed by `sandbox_env` as `<name>` in the
- * `<backend>_help` topic.  `machine` is NULL when the action needs none. */
+/* One backend-specific action, listed by `sandbox_env` in the
+ * `<backend>_help` topic.  `machine` is the machine the call named (the
+ * session's default when it named none) when needs_machine, else NULL; it
+ * is always one of this backend's.  *result: an object (or any JSON value,
+ * wrapped as {"result": value}), the caller's reference. */
 typedef int sg_action_fn(void *priv, struct sg_machine *machine,
 			 const json_t *params, struct sg_call *call,
 			 json_t **result, struct sg_err *err);
 
 struct sg_action {
-	const char *name;        /* "docker_ps" */
+	const char *name;        /* "docker_ps"; unique across loaded plugins */
 	const char *summary;     /* one line */
 	const char *params_schema; /* JSON Schema text of params (an object) */
 	const char *example;     /* a params example as JSON text, or NULL */
@@ -316,29 +421,31 @@ struct sg_config_key {
 	bool secret;         /* never echoed or logged */
 };
 
-/* A further configuration section of a plugin (ABI 1.2). */
+/* A further configuration section of a plugin. */
 struct sg_config_section {
 	const char *section;              /* "ssh.target.*" */
 	const struct sg_config_key *keys; /* NULL-key terminated */
 };
 
-/* ---- the descriptor --------------------------------------------------------- */
+/* ---- slot types --------------------------------------------------------------- */
 
 typedef int  sg_backend_init_fn(const struct sg_host_api *host, void **priv,
 				struct sg_err *err);
 typedef void sg_backend_fini_fn(void *priv);
 
+typedef int  sg_probe_fn(void *priv, unsigned timeout_ms, struct sg_probe *out,
+			 struct sg_err *err);
+
 typedef int  sg_machine_create_fn(void *priv, const struct sg_create_req *req,
 				  struct sg_call *call, struct sg_machine *m,
 				  struct sg_err *err);
-typedef int  sg_machine_attach_fn(void *priv, const char *id,
+typedef int  sg_machine_attach_fn(void *priv, const char *id, const json_t *kept,
 				  struct sg_call *call, struct sg_machine *m,
 				  struct sg_err *err);
 typedef int  sg_machine_destroy_fn(struct sg_machine *m, struct sg_call *call,
 				   struct sg_err *err);
 typedef void sg_machine_release_fn(struct sg_machine *m);
-typedef int  sg_machine_list_fn(void *priv, struct sg_call *call,
-				struct sg_machine_entry **entries, size_t *n,
+typedef int  sg_machine_list_fn(void *priv, struct sg_call *call, json_t **machines,
 				struct sg_err *err);
 typedef int  sg_machine_keepalive_fn(struct sg_machine *m, unsigned lifetime_s,
 				     struct sg_err *err);
@@ -346,6 +453,9 @@ typedef int  sg_machine_keepalive_fn(struct sg_machine *m, unsigned lifetime_s,
 typedef int  sg_exec_fn(struct sg_machine *m, const struct sg_exec_req *req,
 			struct sg_call *call, struct sg_exec_result *res,
 			struct sg_err *err);
+typedef int  sg_run_code_fn(struct sg_machine *m, const struct sg_code_req *req,
+			    struct sg_call *call, struct sg_code_result *res,
+			    struct sg_err *err);
 
 typedef int  sg_stream_open_fn(struct sg_machine *m, const struct sg_exec_req *req,
 			       struct sg_stream **out, struct sg_err *err);
@@ -354,13 +464,6 @@ typedef ssize_t sg_stream_write_fn(struct sg_stream *s, const void *p, size_t n,
 typedef ssize_t sg_stream_read_fn(struct sg_stream *s, void *p, size_t n,
 				  int timeout_ms, struct sg_err *err);
 typedef int  sg_stream_close_fn(struct sg_stream *s, int *exit_code);
-
-/* Channels of a stream opened with stream_open_status (ABI 1.1). */
-enum sg_stream_channel {
-	SG_STREAM_OUTPUT = 0, /* stdout and stderr, merged in order */
-	SG_STREAM_STATUS = 1  /* what the process wrote on its status fd */
-};
-
 typedef int  sg_stream_open_status_fn(struct sg_machine *m,
 				      const struct sg_exec_req *req, int status_fd,
 				      struct sg_stream **out, struct sg_err *err);
@@ -381,16 +484,34 @@ typedef int  sg_file_list_fn(struct sg_machine *m, const char *path,
 typedef int  sg_file_stat_fn(struct sg_machine *m, const char *path,
 			     struct sg_call *call, struct sg_stat *st,
 			     struct sg_err *err);
-typedef int  sg_file_mkdir_fn(struct sg_machine *m, const char *path,
-			      bool parents, struct sg_call *call, struct sg_err *err);
 typedef int  sg_file_remove_fn(struct sg_machine *m, const char *path,
 			       bool recursive, struct sg_call *call,
 			       struct sg_err *err);
 
-typedef int  sg_run_code_fn(struct sg_machine *m, const struct sg_code_req *req,
-			    struct sg_call *call, struct sg_code_result *res,
-			    struct sg_err *err);
+/* ---- the descriptor --------------------------------------------------------- */
 
+/*
+ * Slots come in groups.  The loader refuses a plugin where a group is
+ * partly filled, naming the missing slot; a required group must be there.
+ *
+ *   group      slots                                             needed
+ *   probe      probe                                             required
+ *   lifecycle  machine_create, machine_attach, machine_destroy,  required
+ *              machine_release, machine_list
+ *   expiry     machine_keepalive                                 optional
+ *   exec       exec                                              required
+ *   code       run_code                                          optional
+ *   stream     stream_open, stream_write, stream_read,           optional
+ *              stream_close
+ *   status     stream_open_status, stream_read_ch                optional,
+ *                                                                with stream
+ *   files      file_read, file_write, file_list, file_stat,      required
+ *              file_remove
+ *   actions    actions and n_actions (each with name, summary,   optional
+ *              params_schema and handler)
+ *
+ * Every slot a plugin fills is called by the core.
+ */
 struct sg_backend {
 	/* --- header: first, never changes ----------------------------------- */
 	uint32_t magic;     /* SG_PLUGIN_MAGIC */
@@ -400,103 +521,119 @@ struct sg_backend {
 	const char *name;   /* must equal the file stem: "docker" for docker.so */
 	const char *version;
 
-	/* --- ABI 1.0 ----------------------------------------------------------- */
-	const char *summary;  /* one line for sandbox_env help */
+	/* --- ABI 2.0 ----------------------------------------------------------- */
+	const char *summary;  /* one line for sandbox_env help and create_sandbox's schema */
+	const char *help;     /* the text of the `<name>_help` topic, or NULL */
 
-	/* Required.  Called once after the checks; may not block on the network
-	 * (connect lazily), so cold start stays fast.  *priv is passed back. */
+	/* Configuration keys of section [<name>], NULL-key terminated, or NULL;
+	 * further sections (a name may end in ".*" for a family, such as
+	 * "ssh.target.*"), NULL-section terminated, or NULL.  The core
+	 * validates those sections, documents them (`sandgate config`) and
+	 * returns their defaults. */
+	const struct sg_config_key *config_keys;
+	const struct sg_config_section *config_sections;
+
+	/* Required.  Called once after the checks; must not block on the
+	 * network (connect lazily), so startup stays fast: a backend that is
+	 * not configured still initialises and says so when used.  *priv is
+	 * passed back to the other slots. */
 	sg_backend_init_fn *init;
 	/* Required.  Frees priv; machines were released before. */
 	sg_backend_fini_fn *fini;
 
-	/* Required.  Makes a machine.  SG_E_NOTFOUND: no such template/image;
-	 * SG_E_UNAVAILABLE: backend down.  Long waits report progress. */
+	/* probe.  Whether the backend can make a machine now.  Returns 0 when
+	 * it can, -1 when it cannot with err saying why and naming the fix
+	 * (SG_E_UNAVAILABLE: the service is down; SG_E_INVAL: not configured).
+	 * Fills out->preference in both cases, out->details when it has any.
+	 * Returns within timeout_ms.  The core calls it at most once per
+	 * process for the default backend, lazily, and for status reports. */
+	sg_probe_fn *probe;
+
+	/* lifecycle.  machine_create makes a machine and sets at least its id
+	 * and workspace (host->machine_set); SG_E_NOTFOUND: no such
+	 * template/image; SG_E_UNAVAILABLE: backend down; long waits report
+	 * progress.  machine_attach binds m to the existing machine `id` with
+	 * what the plugin kept in the record (`kept`, borrowed, or NULL);
+	 * SG_E_NOTFOUND or SG_E_GONE when there is none.  machine_destroy
+	 * destroys it (an already gone one is success; everything it ran
+	 * ends).  machine_release frees m->handle without touching the
+	 * machine.  machine_list sets *machines to a new array with one object
+	 * for every machine this backend holds that sandgate tagged: {"id":
+	 * string, "owner": the owner tag or "", and when known "persistent":
+	 * bool, "created": unix seconds, "lifetime": seconds}.  The core uses
+	 * it only to find machines whose record was lost (a crash between
+	 * create and record): it removes one when its sandgate is gone, no
+	 * record names it, it is not persistent and created + lifetime has
+	 * passed (several state directories may share one backend). */
 	sg_machine_create_fn *machine_create;
-	/* Optional.  Binds m to an existing machine `id` (adoption after a
-	 * restart, explicit ids).  SG_E_NOTFOUND when there is none. */
 	sg_machine_attach_fn *machine_attach;
-	/* Required.  Destroys the machine; an already gone one is success. */
 	sg_machine_destroy_fn *machine_destroy;
-	/* Required.  Frees m->handle without touching the machine. */
 	sg_machine_release_fn *machine_release;
-	/* Optional.  Lists the machines sandgate made on this backend; entries
-	 * is allocated with malloc() and freed by the caller with free(). */
 	sg_machine_list_fn *machine_list;
-	/* Optional.  Pushes the backend-side expiry (FC set timeout). */
+
+	/* expiry.  Pushes a backend-side expiry (FC set timeout) after a use. */
 	sg_machine_keepalive_fn *machine_keepalive;
 
-	/* Required.  One-shot command.  A command that ran and exited non-zero
-	 * is success (res->exit_code says so); a timeout is success with
+	/* exec.  One-shot command.  A command that ran and exited non-zero is
+	 * success (res->exit_code says so); a timeout is success with
 	 * res->timed_out and the partial output.  SG_E_CANCELLED when the call
 	 * was cancelled (the command's process group is killed first). */
 	sg_exec_fn *exec;
 
-	/* Optional.  Interactive stream (persistent shells).  read returns the
-	 * bytes read (stdout and stderr merged in order), 0 at EOF, -1 on error
-	 * (SG_E_TIMEOUT when timeout_ms passed with nothing to read). */
+	/* code.  Runs code in the machine's own interpreter service (the FC
+	 * code interpreter); without it the core writes the code to a file
+	 * and runs the interpreter with exec. */
+	sg_run_code_fn *run_code;
+
+	/* stream.  Interactive stream (persistent shells).  read returns the
+	 * bytes read (stdout and stderr merged in order), 0 at EOF, -1 on
+	 * error (SG_E_TIMEOUT when timeout_ms passed with nothing to read).
+	 * close closes and frees s; *exit_code (may be NULL) gets the status
+	 * or -1. */
 	sg_stream_open_fn *stream_open;
 	sg_stream_write_fn *stream_write;
 	sg_stream_read_fn *stream_read;
-	/* Closes and frees s; *exit_code (may be NULL) gets the status or -1. */
 	sg_stream_close_fn *stream_close;
 
-	/* Required.  Reads a whole file, binary safe.  SG_E_NOTFOUND, SG_E_TOOBIG
-	 * (larger than max), SG_E_INVAL (a directory). */
-	sg_file_read_fn *file_read;
-	/* Required.  Atomic replace: the file is either the old or the new bytes. */
-	sg_file_write_fn *file_write;
-	/* Required.  *entries: array of {name, path, type ("file"|"dir"|"symlink"
-	 * |"other"), size, mode, mtime}, caller's reference. */
-	sg_file_list_fn *file_list;
-	/* Optional slots: the core falls back to exec where it can. */
-	sg_file_stat_fn *file_stat;
-	sg_file_mkdir_fn *file_mkdir;
-	sg_file_remove_fn *file_remove;
-
-	/* Optional.  Runs code natively (FC code interpreter); without it the
-	 * core writes the code to a file and runs the interpreter with exec. */
-	sg_run_code_fn *run_code;
-
-	/* Backend-specific actions for sandbox_env, and a help text for the
-	 * `<name>_help` topic. */
-	const struct sg_action *actions;
-	size_t n_actions;
-	const char *help;
-
-	/* Configuration keys of section [<name>]; NULL-key terminated. */
-	const struct sg_config_key *config_keys;
-
-	/* --- ABI 1.1: append only ------------------------------------------------- */
-
-	/* Optional.  Like stream_open, and the process also has file descriptor
+	/* status.  Like stream_open, and the process also has file descriptor
 	 * `status_fd` (3..9) open for writing on a channel of its own: a
-	 * persistent shell writes its end-of-command marker there, out of reach
-	 * of the command's output and stdin.  SG_E_NOTSUP when this machine
-	 * cannot do it right now (Docker without its runner): use stream_open.
-	 * Write with stream_write, close with stream_close. */
+	 * persistent shell writes its end-of-command marker there, out of
+	 * reach of the command's output and stdin.  SG_E_NOTSUP when this
+	 * machine cannot do it right now (Docker without its runner): the core
+	 * uses stream_open.  Write with stream_write, close with stream_close.
+	 * stream_read_ch is stream_read where each call returns bytes of one
+	 * channel only, named in *channel (enum sg_stream_channel); output the
+	 * process wrote before a status write is always returned first. */
 	sg_stream_open_status_fn *stream_open_status;
-	/* Optional, set with stream_open_status.  As stream_read, and each call
-	 * returns bytes of one channel only, in *channel (enum
-	 * sg_stream_channel).  Output the process wrote before a status write
-	 * is always returned before that status. */
 	sg_stream_read_ch_fn *stream_read_ch;
 
-	/* --- ABI 1.2: append only ------------------------------------------------- */
+	/* files.  file_read reads a whole file, binary safe: SG_E_NOTFOUND,
+	 * SG_E_TOOBIG (larger than max), SG_E_INVAL (a directory).  file_write
+	 * replaces atomically: the file is either the old or the new bytes.
+	 * file_list sets *entries to an array of {name, path, type
+	 * ("file"|"dir"|"symlink"|"other"), size, mode, mtime}, the caller's
+	 * reference.  file_stat lstat()s: SG_E_NOTFOUND when nothing is there.
+	 * file_remove removes a file, link or (recursive) a tree: SG_E_NOTFOUND
+	 * when nothing is there. */
+	sg_file_read_fn *file_read;
+	sg_file_write_fn *file_write;
+	sg_file_list_fn *file_list;
+	sg_file_stat_fn *file_stat;
+	sg_file_remove_fn *file_remove;
 
-	/* Optional.  Further sections the plugin reads, each with its keys,
-	 * NULL-section terminated.  A section name may end in ".*" for a family
-	 * ("ssh.target.*" covers [ssh.target.lab]); the core validates those
-	 * sections like [<name>] and config_get() returns their defaults. */
-	const struct sg_config_section *config_sections;
+	/* actions.  Backend-specific actions for sandbox_env. */
+	const struct sg_action *actions;
+	size_t n_actions;
 
-	/* --- ABI 1.3+: append only ---------------------------------------------- */
+	/* --- ABI 2.1+: append only ---------------------------------------------- */
 };
 
-/* Size of the 1.0 layout: the smallest descriptor the core accepts. */
-#define SG_BACKEND_SIZE_1_0 (offsetof(struct sg_backend, config_keys) + \
-			     sizeof(((struct sg_backend *)0)->config_keys))
+/* Size of the 2.0 layout: the smallest descriptor the core accepts. */
+#define SG_BACKEND_SIZE_2_0 (offsetof(struct sg_backend, n_actions) + \
+			     sizeof(((struct sg_backend *)0)->n_actions))
 
-/* True when descriptor b is large enough to hold `field` and the slot is set. */
+/* True when descriptor b is large enough to hold `field` and the slot is
+ * set.  Needed only for slots appended after 2.0. */
 #define SG_HAS(b, field) \
 	((b)->size >= offsetof(struct sg_backend, field) + sizeof((b)->field) && \
 	 (b)->field != NULL)

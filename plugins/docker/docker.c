@@ -164,6 +164,31 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 	return 0;
 }
 
+/* Usable when the engine answers GET /version in time. */
+int docker_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg_err *err)
+{
+	struct docker_ctx *ctx = priv;
+	json_t *v = NULL;
+	int rc;
+
+	out->preference = 40;
+	rc = docker_engine_probe(ctx->engine, timeout_ms, &v, err);
+	if (rc < 0 && err && strncmp(err->msg, "docker", 6) != 0) {
+		/* Say whose answer it is in a list of several backends. */
+		char msg[sizeof(err->msg)];
+
+		snprintf(msg, sizeof(msg), "docker: %.*s", (int)sizeof(msg) - 9, err->msg);
+		memcpy(err->msg, msg, sizeof(msg));
+	}
+	out->details = json_pack("{s:s, s:s?, s:s?, s:s}", "endpoint",
+				 docker_engine_socket(ctx->engine),
+				 "engine_version", json_string_value(json_object_get(v, "Version")),
+				 "api_version", json_string_value(json_object_get(v, "ApiVersion")),
+				 "default_template", ctx->default_template);
+	json_decref(v);
+	return rc;
+}
+
 static void docker_fini(void *priv)
 {
 	struct docker_ctx *ctx = priv;
@@ -229,30 +254,30 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.name = "docker",
 	.version = PACKAGE_VERSION,
 	.summary = "containers on the local Docker daemon",
+	.help = docker_help,
+	.config_keys = docker_config_keys,
 	.init = docker_init,
 	.fini = docker_fini,
+	.probe = docker_probe,
 	.machine_create = docker_machine_create,
 	.machine_attach = docker_machine_attach,
 	.machine_destroy = docker_machine_destroy,
 	.machine_release = docker_machine_release,
 	.machine_list = docker_machine_list,
-	.machine_keepalive = NULL, /* containers have no backend-side expiry */
+	/* no expiry group: containers have no backend-side expiry */
 	.exec = docker_exec,
+	/* no code group: the core runs code through exec */
 	.stream_open = docker_stream_open,
 	.stream_write = docker_stream_write,
 	.stream_read = docker_stream_read,
 	.stream_close = docker_stream_close,
+	.stream_open_status = docker_stream_open_status,
+	.stream_read_ch = docker_stream_read_ch,
 	.file_read = docker_file_read,
 	.file_write = docker_file_write,
 	.file_list = docker_file_list,
 	.file_stat = docker_file_stat,
-	.file_mkdir = docker_file_mkdir,
 	.file_remove = docker_file_remove,
-	.run_code = NULL, /* the core runs code through exec */
 	.actions = docker_actions,
 	.n_actions = sizeof(docker_actions) / sizeof(docker_actions[0]),
-	.help = docker_help,
-	.config_keys = docker_config_keys,
-	.stream_open_status = docker_stream_open_status,
-	.stream_read_ch = docker_stream_read_ch,
 };

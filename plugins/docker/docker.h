@@ -40,6 +40,11 @@
 
 #define DOCKER_WORKSPACE "/workspace"
 
+/* Buffers: a container id or name (64 hex digits, or a name), a path in a
+ * container. */
+#define DOCKER_ID_MAX   128
+#define DOCKER_PATH_MAX 1024
+
 /* The plugin's priv, made by init() and freed by fini().  Read-only after
  * init except inside engine, which guards itself: safe to share by threads. */
 struct docker_ctx {
@@ -73,7 +78,7 @@ struct docker_machine {
 	struct rn_conn *conn;           /* the runner connection (opener's ref) */
 	enum docker_runner_state rstate;
 	char rwhy[640];                 /* why FALLBACK, or how the last one ended */
-	char rpath[SG_PATH_MAX];        /* the runner's path in the container */
+	char rpath[DOCKER_PATH_MAX];        /* the runner's path in the container */
 	char reid[80];                  /* exec id of the current runner */
 	char rnote[200];                /* its last stderr line (the engine's
 					   "exec format error" comes that way) */
@@ -195,6 +200,7 @@ sg_machine_attach_fn docker_machine_attach;
 sg_machine_destroy_fn docker_machine_destroy;
 sg_machine_release_fn docker_machine_release;
 sg_machine_list_fn docker_machine_list;
+sg_probe_fn docker_probe;
 
 /* ---- stream.c ---------------------------------------------------------------- */
 
@@ -211,7 +217,6 @@ sg_file_read_fn docker_file_read;
 sg_file_write_fn docker_file_write;
 sg_file_list_fn docker_file_list;
 sg_file_stat_fn docker_file_stat;
-sg_file_mkdir_fn docker_file_mkdir;
 sg_file_remove_fn docker_file_remove;
 
 #endif /* SG_DOCKER_DOCKER_H */

@@ -234,6 +234,11 @@ static size_t docker_on_header(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
+static long docker_timeout_ms(const struct docker_engine *e, const struct docker_http *rq)
+{
+	return rq->timeout_ms ? (long)rq->timeout_ms : e->timeout_s * 1000;
+}
+
 static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
 			   const struct docker_http *rq, struct sg_err *err)
 {
@@ -246,9 +251,9 @@ static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
 		return docker_connect_err(e, err, (int)sys);
 	case CURLE_OPERATION_TIMEDOUT:
 		return e->host->errf(err, SG_E_TIMEOUT,
-				     "docker API %s %s timed out after %ld s: the daemon "
-				     "is overloaded or hung (raise [docker] api_timeout)",
-				     rq->method, rq->path, e->timeout_s);
+				     "docker API %s %s on %s timed out after %ld ms: the "
+				     "daemon is overloaded or hung (raise [docker] api_timeout)",
+				     rq->method, rq->path, e->sock, docker_timeout_ms(e, rq));
 	case CURLE_OUT_OF_MEMORY:
 		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	default:
@@ -305,8 +310,8 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->sock);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout_s);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, e->timeout_s);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, docker_timeout_ms(e, rq));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, docker_timeout_ms(e, rq));
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "sandgate");
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, docker_on_body);
@@ -405,6 +410,35 @@ static int docker_negotiate(struct docker_engine *e, struct sg_err *err)
 	rc = 0;
 out:
 	json_decref(v);
+	docker_reply_free(e, &rp);
+	return rc;
+}
+
+int docker_engine_probe(struct docker_engine *e, unsigned timeout_ms, json_t **version,
+			struct sg_err *err)
+{
+	struct docker_http rq = { .method = "GET", .path = "/version", .max_body = 65536,
+				  .timeout_ms = timeout_ms ? timeout_ms : 1 };
+	struct docker_reply rp;
+	int rc = -1;
+
+	*version = NULL;
+	if (e->unsupported)
+		return docker_unsupported_err(e, err);
+	docker_reply_init(&rp);
+	if (docker_perform(e, &rq, "/version", &rp, err) < 0)
+		goto out;
+	*version = json_loadb(rp.body.data ? rp.body.data : "", rp.body.len, 0, NULL);
+	if (rp.status != 200 || !json_is_object(*version)) {
+		json_decref(*version);
+		*version = NULL;
+		e->host->errf(err, SG_E_UNAVAILABLE,
+			      "%s does not answer GET /version like a Docker engine (HTTP %ld): "
+			      "check [docker] host / DOCKER_HOST", e->sock, rp.status);
+		goto out;
+	}
+	rc = 0;
+out:
 	docker_reply_free(e, &rp);
 	return rc;
 }

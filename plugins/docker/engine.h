@@ -31,6 +31,7 @@ struct docker_http {
 	size_t body_len;
 	const char *content_type; /* of body, or NULL */
 	size_t max_body;          /* cut the response body past this; 0: 16 MiB */
+	unsigned timeout_ms;      /* this request's limit; 0: [docker] api_timeout */
 };
 
 /* The answer to one request; release with docker_reply_free(). */
@@ -70,6 +71,13 @@ void docker_reply_free(struct docker_engine *e, struct docker_reply *rp);
 int docker_engine_json(struct docker_engine *e, const char *method,
 		       const char *path, const json_t *body, long *status,
 		       json_t **out, struct sg_err *err);
+
+/* Asks the engine for GET /version (unversioned) within timeout_ms, for the
+ * probe: *version gets the answer (caller's reference).  Returns 0, or -1
+ * with err: SG_E_UNAVAILABLE (not running, or not a docker engine),
+ * SG_E_PERM, SG_E_TIMEOUT, SG_E_NOTSUP (an endpoint this client lacks). */
+int docker_engine_probe(struct docker_engine *e, unsigned timeout_ms, json_t **version,
+			struct sg_err *err);
 
 /* Fills err for an unexpected HTTP status: the daemon's own message (the
  * "message" field of reply, or text) after `what`.  Returns -1. */

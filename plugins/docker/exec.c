@@ -196,11 +196,11 @@ static int docker_exec_create_fail(struct docker_ctx *ctx, const char *cid,
 {
 	if (status == 404)
 		return ctx->host->errf(err, SG_E_GONE,
-				       "container %.12s is gone (removed outside "
+				       "container %s is gone (removed outside "
 				       "sandgate): create a new machine", cid);
 	if (status == 409)
 		return ctx->host->errf(err, SG_E_GONE,
-				       "container %.12s is not running (stopped outside "
+				       "container %s is not running (stopped outside "
 				       "sandgate): %s", cid, docker_reply_message(reply));
 	return docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker exec create",
 				  status, reply);
@@ -254,7 +254,7 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 			      struct sg_err *err)
 {
 	json_t *body = docker_exec_body(r), *reply = NULL;
-	char path[SG_ID_MAX + 32];
+	char path[DOCKER_ID_MAX + 32];
 	const char *id;
 	long status;
 	int rc = -1;
@@ -320,7 +320,7 @@ int docker_exec_wait(struct docker_ctx *ctx, const char *eid)
 	for (;;) {
 		if (docker_exec_inspect(ctx, eid, &running, &code, &e) < 0) {
 			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
-				       "exec %.12s: no exit code: %s", eid, e.msg);
+				       "exec %s: no exit code: %s", eid, e.msg);
 			return -1;
 		}
 		if (!running)
@@ -350,7 +350,7 @@ void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid)
 	snprintf(num, sizeof(num), "%ld", pgid);
 	if (docker_run(ctx, cid, &r, NULL, &res, &e) < 0)
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
-			       "killing process group %ld in %.12s failed: %s", pgid,
+			       "killing process group %ld in %s failed: %s", pgid,
 			       cid, e.msg);
 	ctx->host->buf_release(&res.out);
 	ctx->host->buf_release(&res.err);
@@ -379,7 +379,7 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 	}
 	if (missing)
 		return ctx->host->errf(err, SG_E_NOTFOUND, "working directory %s does not "
-				       "exist in container %.12s: create it or give "
+				       "exist in container %s: create it or give "
 				       "another cwd", r->cwd, cid);
 	docker_first_line(got->out.data ? got->out.data : "", got->out.len, why,
 			  sizeof(why));
@@ -387,7 +387,7 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 		docker_first_line(got->err.data ? got->err.data : "", got->err.len, why,
 				  sizeof(why));
 	return ctx->host->errf(err, SG_E_BACKEND, "docker could not start the command "
-			       "in container %.12s (exit %d)%s%s: the image needs "
+			       "in container %s (exit %d)%s%s: the image needs "
 			       "/bin/sh, and cwd must be a directory", cid, code,
 			       *why ? ": " : "", why);
 }
@@ -480,7 +480,7 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 	}
 	if (!docker_demux_idle(dmx) && !*stop)
 		host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
-			  "exec in %.12s: the stream ended inside a frame", cid);
+			  "exec in %s: the stream ended inside a frame", cid);
 	rc = 0;
 out:
 	free(buf);
@@ -608,7 +608,7 @@ int docker_exec(struct sg_machine *m, const struct sg_exec_req *req,
 	t0 = docker_now_ms();
 	rc = docker_run_machine(ctx, m, &r, req->command, call, res, err);
 	ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN,
-		       "exec in %.12s: %s, exit %d, signal %d, %zu+%zu bytes, %lld ms%s",
+		       "exec in %s: %s, exit %d, signal %d, %zu+%zu bytes, %lld ms%s",
 		       m->id, rc < 0 ? "failed" : "ran", res->exit_code, res->signal,
 		       res->out.len, res->err.len, docker_now_ms() - t0,
 		       res->timed_out ? ", timed out" : "");

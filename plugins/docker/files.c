@@ -39,7 +39,7 @@ enum {
 /* ---- paths ---------------------------------------------------------------------- */
 
 /* Makes path absolute (relative ones are under the workspace) and drops
- * trailing slashes, into out[SG_PATH_MAX]. */
+ * trailing slashes, into out[DOCKER_PATH_MAX]. */
 static int docker_abs(struct docker_ctx *ctx, const struct sg_machine *m,
 		      const char *path, char *out, struct sg_err *err)
 {
@@ -49,19 +49,19 @@ static int docker_abs(struct docker_ctx *ctx, const struct sg_machine *m,
 	if (!path || !*path)
 		return ctx->host->errf(err, SG_E_INVAL, "path is empty: give a file path");
 	if (path[0] == '/')
-		w = snprintf(out, SG_PATH_MAX, "%s", path);
+		w = snprintf(out, DOCKER_PATH_MAX, "%s", path);
 	else
-		w = snprintf(out, SG_PATH_MAX, "%s/%s",
+		w = snprintf(out, DOCKER_PATH_MAX, "%s/%s",
 			     m->workspace[0] ? m->workspace : DOCKER_WORKSPACE, path);
-	if (w < 0 || w >= SG_PATH_MAX)
+	if (w < 0 || w >= DOCKER_PATH_MAX)
 		return ctx->host->errf(err, SG_E_INVAL, "path is longer than %d bytes: "
-				       "%.64s...", SG_PATH_MAX - 1, path);
+				       "%.64s...", DOCKER_PATH_MAX - 1, path);
 	for (n = strlen(out); n > 1 && out[n - 1] == '/'; n--)
 		out[n - 1] = '\0';
 	return 0;
 }
 
-/* Splits abs into its directory (into dir[SG_PATH_MAX]) and last name. */
+/* Splits abs into its directory (into dir[DOCKER_PATH_MAX]) and last name. */
 static const char *docker_split(const char *abs, char *dir)
 {
 	const char *slash = strrchr(abs, '/');
@@ -77,17 +77,17 @@ static const char *docker_split(const char *abs, char *dir)
 /* Resolves a symlink target against the directory of the link. */
 static int docker_link_join(const char *link_path, const char *target, char *out)
 {
-	char dir[SG_PATH_MAX];
+	char dir[DOCKER_PATH_MAX];
 	int w;
 
 	if (target[0] == '/')
-		w = snprintf(out, SG_PATH_MAX, "%s", target);
+		w = snprintf(out, DOCKER_PATH_MAX, "%s", target);
 	else {
 		docker_split(link_path, dir);
-		w = snprintf(out, SG_PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "",
+		w = snprintf(out, DOCKER_PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "",
 			     target);
 	}
-	return w < 0 || w >= SG_PATH_MAX ? -1 : 0;
+	return w < 0 || w >= DOCKER_PATH_MAX ? -1 : 0;
 }
 
 /* ---- scripts run with exec --------------------------------------------------------- */
@@ -110,7 +110,7 @@ static int docker_sh(struct docker_ctx *ctx, const struct sg_machine *m,
 	if (docker_run_machine(ctx, m, &r, NULL, call, res, err) < 0)
 		return -1;
 	if (res->timed_out)
-		return ctx->host->errf(err, SG_E_TIMEOUT, "file operation in %.12s took "
+		return ctx->host->errf(err, SG_E_TIMEOUT, "file operation in %s took "
 				       "longer than %u s ([docker] api_timeout)", m->id,
 				       ctx->api_timeout_s);
 	return 0;
@@ -187,7 +187,7 @@ static char *docker_unbase64(const char *in, size_t *len)
 struct docker_pstat {
 	uint32_t go_mode;
 	uint64_t size;
-	char link[SG_PATH_MAX]; /* linkTarget, "" when none */
+	char link[DOCKER_PATH_MAX]; /* linkTarget, "" when none */
 };
 
 /* Asks whether the container itself exists, to tell SG_E_GONE apart from a
@@ -196,7 +196,7 @@ static int docker_gone_or(struct docker_ctx *ctx, const struct sg_machine *m,
 			  int code, const char *msg, const char *path,
 			  struct sg_err *err)
 {
-	char p[SG_ID_MAX + 32];
+	char p[DOCKER_ID_MAX + 32];
 	json_t *reply = NULL;
 	long status = 0;
 	struct sg_err e;
@@ -205,7 +205,7 @@ static int docker_gone_or(struct docker_ctx *ctx, const struct sg_machine *m,
 	if (docker_engine_json(ctx->engine, "GET", p, NULL, &status, &reply, &e) == 0 &&
 	    status == 404) {
 		json_decref(reply);
-		return ctx->host->errf(err, SG_E_GONE, "container %.12s is gone (removed "
+		return ctx->host->errf(err, SG_E_GONE, "container %s is gone (removed "
 				       "outside sandgate): create a new machine", m->id);
 	}
 	json_decref(reply);
@@ -243,7 +243,7 @@ out:
 static int docker_head(struct docker_ctx *ctx, const struct sg_machine *m,
 		       const char *path, struct docker_pstat *ps, struct sg_err *err)
 {
-	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	char *q = docker_engine_escape(path), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "HEAD", .path = url };
 	struct docker_reply rp;
 	int rc = -1;
@@ -276,17 +276,17 @@ static int docker_follow(struct docker_ctx *ctx, const struct sg_machine *m,
 			 const char *path, char *out, struct docker_pstat *ps,
 			 struct sg_err *err)
 {
-	char next[SG_PATH_MAX];
+	char next[DOCKER_PATH_MAX];
 	int hop, rc;
 
-	snprintf(out, SG_PATH_MAX, "%s", path);
+	snprintf(out, DOCKER_PATH_MAX, "%s", path);
 	for (hop = 0; hop <= DOCKER_LINK_HOPS; hop++) {
 		rc = docker_head(ctx, m, out, ps, err);
 		if (rc != 0 || !(ps->go_mode & GO_MODE_SYMLINK))
 			return rc;
 		if (!ps->link[0] || docker_link_join(out, ps->link, next) < 0)
 			break;
-		memcpy(out, next, SG_PATH_MAX);
+		memcpy(out, next, DOCKER_PATH_MAX);
 	}
 	return ctx->host->errf(err, SG_E_INVAL, "%s: too many or broken symbolic links",
 			       path);
@@ -299,7 +299,7 @@ static int docker_get_file(struct docker_ctx *ctx, const struct sg_machine *m,
 			   const char *path, size_t max, struct sg_buf *out,
 			   struct sg_err *err)
 {
-	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	char *q = docker_engine_escape(path), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "GET", .path = url,
 				  .max_body = max + DOCKER_TAR_SLACK };
 	struct docker_tar_entry ent = { 0 };
@@ -348,7 +348,7 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		     struct sg_call *call, struct sg_buf *out, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX], real[SG_PATH_MAX];
+	char abs[DOCKER_PATH_MAX], real[DOCKER_PATH_MAX];
 	struct docker_pstat ps;
 	int rc;
 
@@ -417,7 +417,7 @@ static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
 static int docker_put(struct docker_ctx *ctx, const struct sg_machine *m,
 		      const char *dir, const struct sg_buf *tar, struct sg_err *err)
 {
-	char *q = docker_engine_escape(dir), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "PUT", .path = url, .body = tar->data,
 				  .body_len = tar->len,
 				  .content_type = "application/x-tar" };
@@ -500,7 +500,7 @@ static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0)
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "could not remove the "
-			       "temporary file of a failed write in %.12s: %s", m->id,
+			       "temporary file of a failed write in %s: %s", m->id,
 			       e.msg);
 	docker_res_free(ctx, &res);
 }
@@ -549,8 +549,8 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 		      struct sg_call *call, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX], real[SG_PATH_MAX], dir[SG_PATH_MAX], tmp[256];
-	char tmp_path[SG_PATH_MAX + 256];
+	char abs[DOCKER_PATH_MAX], real[DOCKER_PATH_MAX], dir[DOCKER_PATH_MAX], tmp[256];
+	char tmp_path[DOCKER_PATH_MAX + 256];
 	struct sg_buf tar = { 0 };
 	struct docker_pstat ps;
 	const char *base;
@@ -633,7 +633,7 @@ static json_t *docker_json_name(const char *s)
 
 static json_t *docker_list_entry(const char *dir, const char *f[5])
 {
-	char full[SG_PATH_MAX * 2];
+	char full[DOCKER_PATH_MAX * 2];
 
 	snprintf(full, sizeof(full), "%s/%s", strcmp(dir, "/") ? dir : "", f[0]);
 	return json_pack("{s:o, s:o, s:s, s:I, s:i, s:I}",
@@ -720,7 +720,7 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 		     json_t **entries, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX];
+	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, NULL };
 	struct sg_exec_result res;
 	int rc = -1;
@@ -789,7 +789,7 @@ int docker_file_stat(struct sg_machine *m, const char *path, struct sg_call *cal
 		     struct sg_stat *st, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX];
+	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, NULL };
 	struct sg_exec_result res;
 	unsigned long raw, uid, gid;
@@ -831,51 +831,6 @@ out:
 	return rc;
 }
 
-static const char docker_mkdir_sh[] =
-	"if [ -e \"$1\" ] || [ -L \"$1\" ]; then exit 20; fi\n"
-	"if [ ! -d \"$(dirname -- \"$1\")\" ]; then exit 24; fi\n"
-	"exec mkdir -- \"$1\"\n";
-
-/* mkdir (-p when parents: an existing directory is then success). */
-int docker_file_mkdir(struct sg_machine *m, const char *path, bool parents,
-		      struct sg_call *call, struct sg_err *err)
-{
-	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX];
-	const char *args[] = { abs, NULL };
-	struct sg_exec_result res;
-	int rc = -1;
-
-	if (!ctx)
-		return -1;
-	if (docker_abs(ctx, m, path, abs, err) < 0)
-		return -1;
-	memset(&res, 0, sizeof(res));
-	if (docker_sh(ctx, m, parents ? docker_mkdir_p_sh : docker_mkdir_sh, args,
-		      DOCKER_SCRIPT_CAP, call, &res, err) < 0)
-		goto out;
-	switch (res.exit_code) {
-	case 0:
-		rc = 0;
-		break;
-	case DOCKER_X_EXISTS:
-		ctx->host->errf(err, SG_E_EXISTS, parents ?
-				"%s exists and is not a directory" : "%s already exists",
-				abs);
-		break;
-	case DOCKER_X_NOENT:
-		ctx->host->errf(err, SG_E_NOTFOUND, "the parent directory of %s does not "
-				"exist: create parents too", abs);
-		break;
-	default:
-		docker_sh_fail(ctx, &res, "mkdir", abs, err);
-		break;
-	}
-out:
-	docker_res_free(ctx, &res);
-	return rc;
-}
-
 static const char docker_remove_sh[] =
 	"if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
 	"if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then\n"
@@ -890,7 +845,7 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 		       struct sg_call *call, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
-	char abs[SG_PATH_MAX];
+	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, recursive ? "1" : "0", NULL };
 	struct sg_exec_result res;
 	int rc = -1;

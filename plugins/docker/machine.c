@@ -43,11 +43,6 @@ static int docker_handle_new(struct docker_ctx *ctx, struct sg_machine *m,
 	return 0;
 }
 
-static void docker_copy(char *dst, size_t size, const char *src)
-{
-	snprintf(dst, size, "%s", src ? src : "");
-}
-
 /* The container's address: the default bridge IP, else the first network's. */
 static const char *docker_ip_of(const json_t *info)
 {
@@ -64,31 +59,32 @@ static const char *docker_ip_of(const json_t *info)
 	return NULL;
 }
 
-/* Fills m from a container inspect answer. */
-static void docker_fill(struct sg_machine *m, const json_t *info)
+/* Sets m's strings from a container inspect answer. */
+static int docker_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+		       struct sg_err *err)
 {
+	const struct sg_host_api *h = ctx->host;
 	const json_t *config = json_object_get(info, "Config");
 	const json_t *labels = json_object_get(config, "Labels");
+	const char *id = json_string_value(json_object_get(info, "Id"));
 	const char *wd = json_string_value(json_object_get(config, "WorkingDir"));
 	const char *tmpl = json_string_value(json_object_get(labels, DOCKER_LABEL_TEMPLATE));
 	const char *ip = docker_ip_of(info);
 
-	docker_copy(m->id, sizeof(m->id), json_string_value(json_object_get(info, "Id")));
-	docker_copy(m->workspace, sizeof(m->workspace),
-		    wd && *wd ? wd : DOCKER_WORKSPACE);
-	if (tmpl && *tmpl)
-		docker_copy(m->template_name, sizeof(m->template_name), tmpl);
-	if (ip)
-		snprintf(m->url, sizeof(m->url), "http://%s", ip);
-	else
-		m->url[0] = '\0';
+	if (!id || h->machine_set(m, SG_MACHINE_ID, "%s", id) < 0 ||
+	    h->machine_set(m, SG_MACHINE_WORKSPACE, "%s", wd && *wd ? wd : DOCKER_WORKSPACE) < 0 ||
+	    h->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl ? tmpl : "") < 0 ||
+	    h->machine_set(m, SG_MACHINE_URL, "%s%s", ip ? "http://" : "", ip ? ip : "") < 0)
+		return h->errf(err, SG_E_PROTO, "docker inspect gave an id, working directory or "
+			       "label that is too long or holds control characters");
+	return 0;
 }
 
 /* GET /containers/{id}/json.  *info is the caller's reference. */
 static int docker_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
 			  struct sg_err *err)
 {
-	char *eid = docker_engine_escape(id), path[SG_ID_MAX * 3 + 32];
+	char *eid = docker_engine_escape(id), path[DOCKER_ID_MAX * 3 + 32];
 	long status;
 	int rc = -1;
 
@@ -119,7 +115,7 @@ static bool docker_id_ok(const char *id)
 {
 	size_t i;
 
-	if (!id || !*id || strlen(id) >= SG_ID_MAX)
+	if (!id || !*id || strlen(id) >= DOCKER_ID_MAX)
 		return false;
 	for (i = 0; id[i]; i++)
 		if (!isalnum((unsigned char)id[i]) && !strchr("_.-", id[i]))
@@ -165,8 +161,7 @@ static json_t *docker_labels(const struct sg_create_req *req, const char *tmpl)
 static json_t *docker_create_body(const struct sg_create_req *req,
 				  const char *tmpl, const char *image)
 {
-	json_t *body, *env, *labels = docker_labels(req, tmpl);
-	size_t i;
+	json_t *body, *labels = docker_labels(req, tmpl);
 
 	if (!labels)
 		return NULL;
@@ -177,18 +172,8 @@ static json_t *docker_create_body(const struct sg_create_req *req,
 			 "Tty", 0, "OpenStdin", 0,
 			 "Labels", labels,
 			 "HostConfig", "Init", 1);
-	if (!body || !req->env)
-		return body;
-	env = json_array();
-	if (json_object_set_new(body, "Env", env) < 0)
-		goto fail;
-	for (i = 0; req->env[i]; i++)
-		if (json_array_append_new(env, json_string(req->env[i])) < 0)
-			goto fail;
+	/* No Env: the core gives the create-time environment to every exec. */
 	return body;
-fail:
-	json_decref(body);
-	return NULL;
 }
 
 /* Maps a failed POST /containers/create; a missing image says how to get it. */
@@ -222,8 +207,8 @@ static int docker_create_container(struct docker_ctx *ctx,
 	int rc = -1;
 
 	if (!body)
-		return ctx->host->errf(err, SG_E_INVAL, "docker create: env, owner, "
-				       "name or template is not valid UTF-8 text");
+		return ctx->host->errf(err, SG_E_INVAL, "docker create: owner, name or "
+				       "template is not valid UTF-8 text");
 	if (docker_engine_json(ctx->engine, "POST", "/containers/create", body,
 			       &status, &reply, err) < 0)
 		goto out;
@@ -246,7 +231,7 @@ out:
 
 static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
-	char path[SG_ID_MAX + 32];
+	char path[DOCKER_ID_MAX + 32];
 	json_t *reply = NULL;
 	long status;
 	int rc;
@@ -265,7 +250,7 @@ static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *e
 /* DELETE ?force=1&v=1; a container already gone is success. */
 static int docker_remove(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
-	char path[SG_ID_MAX + 48];
+	char path[DOCKER_ID_MAX + 48];
 	json_t *reply = NULL;
 	long status;
 	int rc;
@@ -290,7 +275,7 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	struct docker_ctx *ctx = priv;
 	const char *tmpl = req && req->template_name ? req->template_name :
 			   ctx->default_template;
-	char image[512], id[SG_ID_MAX];
+	char image[512], id[DOCKER_ID_MAX];
 	json_t *info = NULL;
 	struct sg_err ignore;
 
@@ -311,20 +296,21 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	docker_progress(ctx, call, 2, "inspecting container");
 	if (docker_inspect(ctx, id, &info, err) < 0)
 		goto fail;
+	if (docker_fill(ctx, m, info, err) < 0 ||
+	    ctx->host->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl) < 0)
+		goto fail;
 	if (docker_handle_new(ctx, m, err) < 0)
 		goto fail;
-	docker_fill(m, info);
-	docker_copy(m->template_name, sizeof(m->template_name), tmpl);
 	json_decref(info);
 	docker_progress(ctx, call, 3, "container ready");
-	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "created container %.12s from %s",
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "created container %s from %s",
 		       m->id, image);
 	return 0;
 fail:
 	json_decref(info);
 	if (docker_remove(ctx, id, &ignore) < 0)
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
-			       "removing half-made container %.12s failed: %s", id,
+			       "removing half-made container %s failed: %s", id,
 			       ignore.msg);
 	return -1;
 }
@@ -333,14 +319,16 @@ fail:
 
 /* Binds m to container id when sandgate made it (label managed=1); a stopped
  * one (host reboot) is started again. */
-int docker_machine_attach(void *priv, const char *id, struct sg_call *call,
-			  struct sg_machine *m, struct sg_err *err)
+int docker_machine_attach(void *priv, const char *id, const json_t *kept,
+			  struct sg_call *call, struct sg_machine *m, struct sg_err *err)
 {
 	struct docker_ctx *ctx = priv;
 	const json_t *labels, *state;
 	json_t *info = NULL;
 	const char *managed;
 	int rc = -1;
+
+	(void)kept; /* a container says all there is to know about itself */
 
 	if (!docker_id_ok(id))
 		return ctx->host->errf(err, SG_E_INVAL, "docker attach: %.64s is not a "
@@ -368,9 +356,8 @@ int docker_machine_attach(void *priv, const char *id, struct sg_call *call,
 		if (docker_inspect(ctx, cid, &info, err) < 0)
 			return -1;
 	}
-	if (docker_handle_new(ctx, m, err) < 0)
+	if (docker_fill(ctx, m, info, err) < 0 || docker_handle_new(ctx, m, err) < 0)
 		goto out;
-	docker_fill(m, info);
 	rc = 0;
 out:
 	json_decref(info);
@@ -390,7 +377,7 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 				       "container id", m->id);
 	if (docker_remove(ctx, m->id, err) < 0)
 		return -1;
-	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %.12s", m->id);
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %s", m->id);
 	return 0;
 }
 
@@ -406,36 +393,29 @@ void docker_machine_release(struct sg_machine *m)
 
 /* ---- list ------------------------------------------------------------------------ */
 
-static int64_t docker_label_int(const json_t *labels, const char *key)
+static json_int_t docker_label_int(const json_t *labels, const char *key)
 {
 	const char *v = json_string_value(json_object_get(labels, key));
 
 	return v ? strtoll(v, NULL, 10) : 0;
 }
 
-static void docker_entry_fill(struct sg_machine_entry *e, const json_t *c)
+/* {id, owner, persistent, created, lifetime} of one container of `docker
+ * ps`, from its labels. */
+static json_t *docker_entry(const json_t *c)
 {
 	const json_t *labels = json_object_get(c, "Labels");
-	const char *state = json_string_value(json_object_get(c, "State"));
-	int64_t lifetime = docker_label_int(labels, DOCKER_LABEL_LIFETIME);
+	const char *id = json_string_value(json_object_get(c, "Id"));
+	const char *owner = json_string_value(json_object_get(labels, DOCKER_LABEL_OWNER));
 
-	memset(e, 0, sizeof(*e));
-	docker_copy(e->id, sizeof(e->id), json_string_value(json_object_get(c, "Id")));
-	docker_copy(e->owner, sizeof(e->owner),
-		    json_string_value(json_object_get(labels, DOCKER_LABEL_OWNER)));
-	docker_copy(e->session_hash, sizeof(e->session_hash),
-		    json_string_value(json_object_get(labels, DOCKER_LABEL_SESSION)));
-	e->created = docker_label_int(labels, DOCKER_LABEL_CREATED);
-	if (e->created == 0)
-		e->created = json_integer_value(json_object_get(c, "Created"));
-	e->lifetime_s = lifetime > 0 && lifetime <= UINT32_MAX ? (unsigned)lifetime : 0;
-	e->running = state && strcmp(state, "running") == 0;
-	e->persistent = docker_label_int(labels, DOCKER_LABEL_PERSISTENT) == 1;
+	return json_pack("{s:s, s:s, s:b, s:I, s:I}", "id", id ? id : "", "owner", owner ? owner : "",
+			 "persistent", docker_label_int(labels, DOCKER_LABEL_PERSISTENT) == 1,
+			 "created", docker_label_int(labels, DOCKER_LABEL_CREATED),
+			 "lifetime", docker_label_int(labels, DOCKER_LABEL_LIFETIME));
 }
 
 /* Lists every container with the managed label, running or not. */
-int docker_machine_list(void *priv, struct sg_call *call,
-			struct sg_machine_entry **entries, size_t *n,
+int docker_machine_list(void *priv, struct sg_call *call, json_t **machines,
 			struct sg_err *err)
 {
 	struct docker_ctx *ctx = priv;
@@ -446,8 +426,8 @@ int docker_machine_list(void *priv, struct sg_call *call,
 	size_t i;
 	int rc = -1;
 
-	*entries = NULL;
-	*n = 0;
+	(void)call;
+	*machines = NULL;
 	if (!filter)
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
@@ -459,16 +439,9 @@ int docker_machine_list(void *priv, struct sg_call *call,
 				   reply);
 		goto out;
 	}
-	if (json_array_size(reply) > 0) {
-		/* The caller frees with free(). */
-		*entries = calloc(json_array_size(reply), sizeof(**entries));
-		if (!*entries) {
-			ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
-			goto out;
-		}
-	}
+	*machines = json_array();
 	json_array_foreach(reply, i, c)
-		docker_entry_fill(&(*entries)[(*n)++], c);
+		json_array_append_new(*machines, docker_entry(c));
 	rc = 0;
 out:
 	json_decref(reply);

@@ -36,14 +36,14 @@ static int rx_start_fail(struct docker_ctx *ctx, const char *cid,
 	if (ex->spawn_stage == RN_STAGE_CHDIR &&
 	    (ex->spawn_errno == ENOENT || ex->spawn_errno == ENOTDIR))
 		return ctx->host->errf(err, SG_E_NOTFOUND, "working directory %s does not "
-				       "exist in container %.12s: create it or give "
+				       "exist in container %s: create it or give "
 				       "another cwd", r->cwd ? r->cwd : "?", cid);
 	if (ex->spawn_stage == RN_STAGE_CHDIR)
 		return ctx->host->errf(err, SG_E_PERM, "cannot enter the working "
-				       "directory %s in container %.12s: %s",
+				       "directory %s in container %s: %s",
 				       r->cwd ? r->cwd : "?", cid, strerror(ex->spawn_errno));
 	return ctx->host->errf(err, SG_E_BACKEND, "the runner could not start %s in "
-			       "container %.12s: %s (exit %d)", what, cid,
+			       "container %s: %s (exit %d)", what, cid,
 			       strerror(ex->spawn_errno), ex->code);
 }
 
@@ -122,7 +122,7 @@ struct docker_rstream {
 	struct docker_ctx *ctx;  /* borrowed */
 	struct rn_conn *c;       /* a reference */
 	struct rn_req *q;        /* the caller's reference on the request */
-	char cid[SG_ID_MAX];
+	char cid[DOCKER_ID_MAX];
 };
 
 /* Waits until the runner said STARTED (or refused).  Returns 0, -1 with err,

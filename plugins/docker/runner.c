@@ -97,7 +97,7 @@ void docker_runner_teardown(struct docker_ctx *ctx)
  * notes, which go to the log a line at a time. */
 struct runner_sock {
 	const struct sg_host_api *host; /* borrowed */
-	char cid[16];
+	char cid[DOCKER_ID_MAX];
 	int fd;                         /* owned */
 	struct docker_demux dmx;
 	unsigned char in[RN_CHUNK];
@@ -120,7 +120,7 @@ static void runner_sock_note(struct runner_sock *s, const char *p, size_t n)
 			continue;
 		s->errline[s->err_len] = '\0';
 		snprintf(s->note, s->note_size, "%s", s->errline);
-		s->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner in %.12s: %s", s->cid,
+		s->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner in %s: %s", s->cid,
 			     s->errline);
 		s->err_len = 0;
 	}
@@ -198,7 +198,7 @@ static struct runner_sock *runner_sock_new(struct docker_ctx *ctx,
 	if (!s)
 		return NULL;
 	s->host = ctx->host;
-	snprintf(s->cid, sizeof(s->cid), "%.12s", cid);
+	snprintf(s->cid, sizeof(s->cid), "%s", cid);
 	s->fd = fd;
 	/* Only this runner's reader writes it, and a failed start joins that
 	 * reader before the note is read. */
@@ -216,7 +216,7 @@ static struct runner_sock *runner_sock_new(struct docker_ctx *ctx,
 /* Is path there already?  (Same name, same build: the name holds the id.) */
 static bool runner_present(struct docker_ctx *ctx, const char *cid, const char *path)
 {
-	char *q = docker_engine_escape(path), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	char *q = docker_engine_escape(path), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "HEAD", .path = url };
 	struct docker_reply rp;
 	struct sg_err e;
@@ -235,7 +235,7 @@ static bool runner_present(struct docker_ctx *ctx, const char *cid, const char *
 static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *dir,
 			 const char *name, char *why, size_t size)
 {
-	char *q = docker_engine_escape(dir), url[SG_PATH_MAX * 3 + SG_ID_MAX + 64];
+	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "PUT", .path = url,
 				  .content_type = "application/x-tar" };
 	struct sg_buf tar = { 0 };
@@ -314,7 +314,7 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 	t = (struct rn_transport){ .read = runner_sock_read, .write = runner_sock_write,
 				   .shutdown = runner_sock_shutdown,
 				   .free = runner_sock_free, .ud = s };
-	snprintf(name, sizeof(name), "container %.12s", cid);
+	snprintf(name, sizeof(name), "container %s", cid);
 	o.name = name;
 	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
 out:
@@ -339,7 +339,7 @@ static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 			struct docker_machine *dm, struct rn_conn **out, char *why,
 			size_t size, bool *gone)
 {
-	char name[64], path[SG_PATH_MAX], step[256] = "";
+	char name[64], path[DOCKER_PATH_MAX], step[256] = "";
 	struct sg_err e;
 	size_t i;
 
@@ -401,7 +401,7 @@ static void runner_obituary(struct docker_ctx *ctx, const struct sg_machine *m,
 	rn_conn_alive(dm->conn, why, sizeof(why));
 	code = dm->reid[0] ? docker_exec_wait(ctx, dm->reid) : -1;
 	snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
-	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner in container %.12s "
+	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner in container %s "
 		       "ended (%s; exit status %d): starting a new one", m->id, why, code);
 }
 
@@ -426,14 +426,14 @@ static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine
 		dm->rstate = DOCKER_RUNNER_FALLBACK;
 		snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "the runner cannot run in "
-			       "container %.12s, so its commands use plain docker exec "
+			       "container %s, so its commands use plain docker exec "
 			       "(slower): %s", m->id, why);
 		return 1;
 	}
 	dm->rstate = DOCKER_RUNNER_ACTIVE;
 	dm->start_ms = docker_now_ms() - t0;
 	rn_conn_hello(dm->conn, &h);
-	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner %s in container %.12s: pid "
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner %s in container %s: pid "
 		       "%ld, build %s, started in %lld ms%s", dm->rpath, m->id, h.pid,
 		       h.build_id, dm->start_ms, dm->restarts ? " (restarted)" : "");
 	return 0;

@@ -29,7 +29,7 @@
 struct sg_stream {
 	struct docker_ctx *ctx;       /* borrowed */
 	struct docker_rstream *rs;    /* through the runner (owned), else NULL */
-	char cid[SG_ID_MAX];
+	char cid[DOCKER_ID_MAX];
 	char eid[80];
 	int fd;                       /* the hijacked socket (owned) */
 	long pgid;                    /* the process group, 0 when unknown */
@@ -133,7 +133,7 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 		/* Not our wrapper's line: docker's own error (bad cwd, no sh). */
 		s->pgid = 0;
 		return s->ctx->host->errf(err, SG_E_BACKEND, "docker could not start "
-					  "the stream in container %.12s: %s", s->cid,
+					  "the stream in container %s: %s", s->cid,
 					  text);
 	}
 	return 0;
@@ -187,7 +187,7 @@ int docker_stream_open_status(struct sg_machine *m, const struct sg_exec_req *re
 				       "3..9, not %d", status_fd);
 	rc = docker_stream_runner(ctx, m, req, status_fd, out, err);
 	if (rc == 1)
-		return ctx->host->errf(err, SG_E_NOTSUP, "container %.12s has no runner "
+		return ctx->host->errf(err, SG_E_NOTSUP, "container %s has no runner "
 				       "([docker] runner = false, or it cannot run "
 				       "there), so no status fd: use stream_open", m->id);
 	return rc;

@@ -22,24 +22,21 @@ static char *fc_api_url(struct fc_ctx *ctx, const char *path)
 	return asprintf(&u, "%s%s", ctx->base_url, path) < 0 ? NULL : u;
 }
 
-/* One platform call.  *out gets the parsed JSON of a 2xx body (NULL when
- * empty).  Returns the HTTP status (>= 100), or -1 with err filled. */
-static long fc_api_call(struct fc_ctx *ctx, const char *method, const char *path,
-			const json_t *body, bool idempotent, unsigned timeout_s,
-			struct sg_call *call, const char *what, json_t **out,
-			struct fc_resp *rp, struct sg_err *err,
-			void (*tick)(void *, double), void *ud)
+/* One platform call to <base_url><path>: rq holds what, method,
+ * idempotent/once, timeout_ms, call and tick (the rest is filled here).
+ * *out gets the parsed JSON of a 2xx body (NULL when empty).  Returns the
+ * HTTP status (>= 100), or -1 with err filled. */
+static long fc_api_call(struct fc_ctx *ctx, struct fc_req *rq, const char *path,
+			const json_t *body, json_t **out, struct fc_resp *rp, struct sg_err *err)
 {
-	struct fc_req rq = { .what = what, .method = method, .idempotent = idempotent,
-			     .timeout_ms = timeout_s * 1000u, .call = call, .abort_fd = -1,
-			     .tick = tick, .ud = ud };
 	char *text = NULL, *url = fc_api_url(ctx, path);
 	long ret = -1;
 
 	*out = NULL;
-	rq.url = url;
-	rq.headers = fc_platform_headers(ctx, body != NULL, err);
-	if (!url || !rq.headers) {
+	rq->abort_fd = -1;
+	rq->url = url;
+	rq->headers = fc_platform_headers(ctx, body != NULL, err);
+	if (!url || !rq->headers) {
 		if (!url)
 			ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 		goto out;
@@ -50,17 +47,17 @@ static long fc_api_call(struct fc_ctx *ctx, const char *method, const char *path
 			ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 			goto out;
 		}
-		rq.body = text;
-		rq.body_len = strlen(text);
+		rq->body = text;
+		rq->body_len = strlen(text);
 	}
-	if (fc_http_request(ctx, &rq, rp, err) < 0)
+	if (fc_http_request(ctx, rq, rp, err) < 0)
 		goto out;
 	if (rp->status >= 200 && rp->status < 300 && rp->body.len > 0) {
 		json_error_t je;
 
 		*out = json_loadb(rp->body.data, rp->body.len, 0, &je);
 		if (!*out) {
-			ctx->host->errf(err, SG_E_PROTO, "fc: %s: the answer is not JSON: %s", what,
+			ctx->host->errf(err, SG_E_PROTO, "fc: %s: the answer is not JSON: %s", rq->what,
 					je.text);
 			goto out;
 		}
@@ -72,9 +69,15 @@ out:
 		free(text);
 	}
 	free(url);
-	curl_slist_free_all(rq.headers);
+	curl_slist_free_all(rq->headers);
+	rq->headers = NULL;
 	return ret;
 }
+
+/* The fields of a platform request every call sets. */
+#define FC_API_REQ(w, m, idem, tmo_ms, c) \
+	((struct fc_req){ .what = (w), .method = (m), .idempotent = (idem), \
+			  .timeout_ms = (tmo_ms), .call = (c), .abort_fd = -1 })
 
 static void fc_copy_str(const json_t *o, const char *key, char *dst, size_t size)
 {
@@ -131,6 +134,8 @@ int fc_api_create(struct fc_ctx *ctx, const json_t *body, struct sg_call *call,
 {
 	struct fc_create_tick tick = { ctx, call,
 				       json_string_value(json_object_get(body, "templateID")) };
+	struct fc_req rq = FC_API_REQ("create sandbox", "POST", false,
+				      ctx->create_timeout_s * 1000u, call);
 	struct fc_resp rp = { 0 };
 	json_t *out = NULL;
 	long st;
@@ -139,9 +144,10 @@ int fc_api_create(struct fc_ctx *ctx, const json_t *body, struct sg_call *call,
 	if (call)
 		ctx->host->progress(call, 0, (double)ctx->create_timeout_s,
 				    "creating an FC sandbox");
+	rq.tick = fc_create_progress;
+	rq.ud = &tick;
 	/* ref. 10 #2: /sandboxes is what FC verified (E2B 2.51 uses /v2). */
-	st = fc_api_call(ctx, "POST", "/sandboxes", body, false, ctx->create_timeout_s, call,
-			 "create sandbox", &out, &rp, err, fc_create_progress, &tick);
+	st = fc_api_call(ctx, &rq, "/sandboxes", body, &out, &rp, err);
 	if (st < 0)
 		goto out;
 	if (st < 200 || st >= 300) {
@@ -166,17 +172,20 @@ out:
 int fc_api_get(struct fc_ctx *ctx, const char *id, struct sg_call *call,
 	       struct fc_sandbox_info *info, struct sg_err *err)
 {
+	struct fc_req rq = FC_API_REQ("get sandbox", "GET", true, ctx->request_timeout_s * 1000u,
+				      call);
 	struct fc_resp rp = { 0 };
-	char path[SG_ID_MAX + 16];
+	char path[FC_ID_MAX + 16];
 	json_t *out = NULL;
 	long st;
 	int ret = -1;
 
 	if (!fc_id_valid(id))
-		return ctx->host->errf(err, SG_E_NOTFOUND, "fc: '%.64s' is not a sandbox id", id);
+		return ctx->host->errf(err, SG_E_NOTFOUND,
+				       "fc: '%s' is not a sandbox id (letters, digits, '-', '_', '.')",
+				       id);
 	snprintf(path, sizeof(path), "/sandboxes/%s", id);
-	st = fc_api_call(ctx, "GET", path, NULL, true, ctx->request_timeout_s, call,
-			 "get sandbox", &out, &rp, err, NULL, NULL);
+	st = fc_api_call(ctx, &rq, path, NULL, &out, &rp, err);
 	if (st < 0)
 		goto out;
 	if (st == 404) {
@@ -197,12 +206,13 @@ out:
 
 int fc_api_list(struct fc_ctx *ctx, struct sg_call *call, json_t **out, struct sg_err *err)
 {
+	struct fc_req rq = FC_API_REQ("list sandboxes", "GET", true,
+				      ctx->request_timeout_s * 1000u, call);
 	struct fc_resp rp = { 0 };
 	long st;
 	int ret = -1;
 
-	st = fc_api_call(ctx, "GET", "/sandboxes", NULL, true, ctx->request_timeout_s, call,
-			 "list sandboxes", out, &rp, err, NULL, NULL);
+	st = fc_api_call(ctx, &rq, "/sandboxes", NULL, out, &rp, err);
 	if (st < 0)
 		goto out;
 	if (st < 200 || st >= 300) {
@@ -225,8 +235,10 @@ out:
 
 int fc_api_kill(struct fc_ctx *ctx, const char *id, struct sg_call *call, struct sg_err *err)
 {
+	struct fc_req rq = FC_API_REQ("kill sandbox", "DELETE", true,
+				      ctx->request_timeout_s * 1000u, call);
 	struct fc_resp rp = { 0 };
-	char path[SG_ID_MAX + 16];
+	char path[FC_ID_MAX + 16];
 	json_t *out = NULL;
 	long st;
 	int ret = -1;
@@ -234,8 +246,7 @@ int fc_api_kill(struct fc_ctx *ctx, const char *id, struct sg_call *call, struct
 	if (!fc_id_valid(id))
 		return 0; /* never a sandbox of ours: nothing to kill */
 	snprintf(path, sizeof(path), "/sandboxes/%s", id);
-	st = fc_api_call(ctx, "DELETE", path, NULL, true, ctx->request_timeout_s, call,
-			 "kill sandbox", &out, &rp, err, NULL, NULL);
+	st = fc_api_call(ctx, &rq, path, NULL, &out, &rp, err);
 	if (st < 0)
 		goto out;
 	/* ref. 2.6: 404 means it is already gone, which is what was asked. */
@@ -253,20 +264,23 @@ out:
 int fc_api_set_timeout(struct fc_ctx *ctx, const char *id, unsigned timeout_s,
 		       struct sg_err *err)
 {
+	struct fc_req rq = FC_API_REQ("set sandbox timeout", "POST", true,
+				      ctx->request_timeout_s * 1000u, NULL);
 	struct fc_resp rp = { 0 };
-	char path[SG_ID_MAX + 24];
+	char path[FC_ID_MAX + 24];
 	json_t *body, *out = NULL;
 	long st;
 	int ret = -1;
 
 	if (!fc_id_valid(id))
-		return ctx->host->errf(err, SG_E_INVAL, "fc: '%.64s' is not a sandbox id", id);
+		return ctx->host->errf(err, SG_E_INVAL,
+				       "fc: '%s' is not a sandbox id (letters, digits, '-', '_', '.')",
+				       id);
 	if (timeout_s > 86400)
 		timeout_s = 86400; /* ref. 1: at most 24 h */
 	body = json_pack("{s:i}", "timeout", (int)timeout_s);
 	snprintf(path, sizeof(path), "/sandboxes/%s/timeout", id);
-	st = fc_api_call(ctx, "POST", path, body, true, ctx->request_timeout_s, NULL,
-			 "set sandbox timeout", &out, &rp, err, NULL, NULL);
+	st = fc_api_call(ctx, &rq, path, body, &out, &rp, err);
 	if (st < 0)
 		goto out;
 	if (st == 404) {
@@ -282,6 +296,71 @@ out:
 	json_decref(body);
 	json_decref(out);
 	fc_resp_free(ctx, &rp);
+	return ret;
+}
+
+/* ---- probe ------------------------------------------------------------------------------ */
+
+/* What a probe's answer says about fc being usable: 0 when the platform
+ * took the key and answered with its JSON array. */
+static int fc_probe_answer(struct fc_ctx *ctx, const char *url, const struct fc_resp *rp,
+			   const json_t *out, struct sg_err *err)
+{
+	char msg[256];
+
+	if (rp->status >= 200 && rp->status < 300) {
+		if (json_is_array(out))
+			return 0;
+		return ctx->host->errf(err, SG_E_UNAVAILABLE,
+				       "fc: %s answered HTTP %ld, but not with the platform's JSON list "
+				       "of sandboxes: check [fc] base_url", url, rp->status);
+	}
+	fc_http_message(rp, msg, sizeof(msg));
+	fc_scrub(ctx, msg, sizeof(msg), NULL);
+	if (rp->status == 401 || rp->status == 403)
+		return ctx->host->errf(err, SG_E_INVAL,
+				       "fc: the platform API at %s refused the API key (HTTP %ld: %s): "
+				       "set a valid [fc] api_key or ABX_SANDBOX_API_KEY",
+				       url, rp->status, msg);
+	return ctx->host->errf(err, SG_E_UNAVAILABLE,
+			       "fc: the platform API at %s answered HTTP %ld (%s): check [fc] base_url "
+			       "or region, or try again later", url, rp->status, msg);
+}
+
+int fc_api_probe(struct fc_ctx *ctx, unsigned timeout_ms, struct sg_err *err)
+{
+	/* ref. 2.5: the cheapest authenticated request; FC takes limit. */
+	struct fc_req rq = FC_API_REQ("probe", "GET", true, timeout_ms, NULL);
+	struct fc_resp rp = { 0 };
+	struct sg_err e = { 0 };
+	json_t *out = NULL;
+	char *url;
+	long st;
+	int ret;
+
+	if (!ctx->api_key)
+		return ctx->host->errf(err, SG_E_INVAL,
+				       "fc: no API key: set [fc] api_key, or ABX_SANDBOX_API_KEY "
+				       "(or E2B_API_KEY) in sandgate's environment");
+	url = fc_api_url(ctx, "/sandboxes");
+	if (!url)
+		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	rq.once = true; /* within timeout_ms: no retry, no backoff */
+	st = fc_api_call(ctx, &rq, "/sandboxes?limit=1", NULL, &out, &rp, &e);
+	if (st >= 0 || (e.code == SG_E_PROTO && rp.status))
+		ret = fc_probe_answer(ctx, url, &rp, out, err);
+	else if (e.code == SG_E_TIMEOUT)
+		ret = ctx->host->errf(err, SG_E_UNAVAILABLE,
+				      "fc: the platform API at %s did not answer within %u ms: check "
+				      "[fc] base_url or region and the network", url, timeout_ms);
+	else
+		ret = ctx->host->errf(err, e.code == SG_E_NOMEM ? SG_E_NOMEM : SG_E_UNAVAILABLE,
+				      "fc: the platform API at %s does not answer (%s): check "
+				      "[fc] base_url or region and the network", url,
+				      strncmp(e.msg, "fc: probe: ", 11) ? e.msg : e.msg + 11);
+	json_decref(out);
+	fc_resp_free(ctx, &rp);
+	free(url);
 	return ret;
 }
 

@@ -1,7 +1,7 @@
 /*
  * envd files: the REST file API (ref. 4: GET and multipart POST /files) and
- * the Connect unary filesystem RPCs (ref. 5.5: ListDir, Stat, MakeDir,
- * Remove, Move), plus the unary-call helper process.c and stream.c use.
+ * the Connect unary filesystem RPCs (ref. 5.5: ListDir, Stat, Remove,
+ * Move), plus the unary-call helper process.c and stream.c use.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -240,7 +240,7 @@ out:
 	return ret;
 }
 
-/* ---- stat, list, mkdir, remove ------------------------------------------------------------- */
+/* ---- stat, list, remove ------------------------------------------------------------------- */
 
 /* Stat of path: 0 and *st, or -1 with err (SG_E_NOTFOUND when missing). */
 static int fc_stat(struct fc_machine *fm, const char *path, struct sg_call *call,
@@ -300,41 +300,6 @@ static char *fc_parent(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-int fc_file_mkdir(struct sg_machine *m, const char *path, bool parents, struct sg_call *call,
-		  struct sg_err *err)
-{
-	struct fc_machine *fm = fc_machine_of(m, err);
-	struct sg_stat st;
-	char code[48];
-	json_t *req, *out = NULL;
-	int r;
-
-	if (!fm)
-		return -1;
-	/* envd's MakeDir makes parents too: without `parents` the parent must
-	 * already be a directory. */
-	if (!parents) {
-		char *parent = fc_parent(path);
-
-		r = parent ? fc_stat(fm, parent, call, &st, err) : -1;
-		free(parent);
-		if (r < 0)
-			return -1;
-		if (st.type != SG_FT_DIR)
-			return fm->ctx->host->errf(err, SG_E_INVAL, "fc: mkdir: the parent of '%s' is not a directory",
-						   path);
-	}
-	req = json_pack("{s:s}", "path", path);
-	r = fc_envd_unary(fm, "filesystem.Filesystem/MakeDir", req, false, call, "mkdir", &out,
-			  code, sizeof(code), err);
-	json_decref(req);
-	json_decref(out);
-	if (r < 0 && parents && strcmp(code, "already_exists") == 0 &&
-	    fc_stat(fm, path, call, &st, err) == 0 && st.type == SG_FT_DIR)
-		return 0; /* mkdir -p of an existing directory */
-	return r;
-}
-
 int fc_file_remove(struct sg_machine *m, const char *path, bool recursive,
 		   struct sg_call *call, struct sg_err *err)
 {
@@ -372,35 +337,52 @@ int fc_file_remove(struct sg_machine *m, const char *path, bool recursive,
 
 /* ---- write ------------------------------------------------------------------------------ */
 
+/* The filename of the multipart part: path with '"', CR, LF and '\\'
+ * percent-encoded, so the header cannot be broken.  malloc'd, or NULL. */
+static char *fc_part_filename(const char *path)
+{
+	char *out = malloc(3 * strlen(path) + 1), *o = out; /* caller frees */
+
+	if (!out)
+		return NULL;
+	for (const char *p = path; *p; p++) {
+		if (*p == '"' || *p == '\r' || *p == '\n' || *p == '\\')
+			o += sprintf(o, "%%%02X", (unsigned char)*p);
+		else
+			*o++ = *p;
+	}
+	*o = '\0';
+	return out;
+}
+
 /* ref. 4.2: multipart/form-data, one part named "file" whose filename is
- * the path, as E2B sends it; envd 0.5.2 on FC accepts nothing else. */
+ * the path, as E2B sends it; envd 0.5.2 on FC accepts nothing else.
+ * Returns the malloc'd body (caller frees) and boundary[33], or NULL. */
 static char *fc_multipart(const char *path, const void *data, size_t len, char *boundary,
 			  size_t *out_len)
 {
-	char head[SG_PATH_MAX * 3 + 256], fname[SG_PATH_MAX * 3], tail[64];
-	size_t o = 0, hl, tl;
-	char *body;
+	char *fname = fc_part_filename(path), *head = NULL, tail[64], *body = NULL;
+	int hl, tl;
 
 	fc_random_hex(boundary, 16);
-	for (const char *p = path; *p && o + 4 < sizeof(fname); p++) {
-		if (*p == '"' || *p == '\r' || *p == '\n' || *p == '\\')
-			o += (size_t)snprintf(fname + o, sizeof(fname) - o, "%%%02X", (unsigned char)*p);
-		else
-			fname[o++] = *p;
-	}
-	fname[o] = '\0';
-	hl = (size_t)snprintf(head, sizeof(head),
-			      "--sandgate%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
-			      "Content-Type: application/octet-stream\r\n\r\n", boundary, fname);
-	tl = (size_t)snprintf(tail, sizeof(tail), "\r\n--sandgate%s--\r\n", boundary);
-	body = malloc(hl + len + tl); /* caller frees */
-	if (!body)
+	if (!fname)
 		return NULL;
-	memcpy(body, head, hl);
-	if (len)
-		memcpy(body + hl, data, len);
-	memcpy(body + hl + len, tail, tl);
-	*out_len = hl + len + tl;
+	hl = asprintf(&head, "--sandgate%s\r\nContent-Disposition: form-data; name=\"file\"; "
+			     "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+		      boundary, fname);
+	free(fname);
+	if (hl < 0)
+		return NULL;
+	tl = snprintf(tail, sizeof(tail), "\r\n--sandgate%s--\r\n", boundary);
+	body = malloc((size_t)hl + len + (size_t)tl);
+	if (body) {
+		memcpy(body, head, (size_t)hl);
+		if (len)
+			memcpy(body + hl, data, len);
+		memcpy(body + (size_t)hl + len, tail, (size_t)tl);
+		*out_len = (size_t)hl + len + (size_t)tl;
+	}
+	free(head);
 	return body;
 }
 

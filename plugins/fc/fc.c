@@ -45,7 +45,28 @@ bool fc_id_valid(const char *s)
 	for (; s && s[n]; n++)
 		if (!(isalnum((unsigned char)s[n]) || s[n] == '-' || s[n] == '_' || s[n] == '.'))
 			return false;
-	return n > 0 && n < SG_ID_MAX && s[0] != '.';
+	return n > 0 && n < FC_ID_MAX && s[0] != '.';
+}
+
+json_t *fc_env_json(const char *const *env)
+{
+	json_t *o = json_object();
+
+	for (; o && env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+		char *k;
+
+		if (!eq || eq == *env)
+			continue;
+		k = strndup(*env, (size_t)(eq - *env));
+		if (!k || json_object_set_new(o, k, json_string(eq + 1)) < 0) {
+			free(k);
+			json_decref(o);
+			return NULL;
+		}
+		free(k);
+	}
+	return o;
 }
 
 void fc_random_hex(char *out, size_t n)
@@ -192,6 +213,7 @@ static int fc_config_endpoints(struct fc_ctx *ctx, struct sg_err *err)
 	if (surl && !fc_url_ok(surl))
 		return host->errf(err, SG_E_INVAL,
 				  "[fc] sandbox_url = '%s' must start with https:// or http://", surl);
+	ctx->region = strdup(region);
 	if (base)
 		ctx->base_url = fc_trimmed(base);
 	else if (asprintf(&ctx->base_url, "https://api.%s.e2b.fc.aliyuncs.com", region) < 0)
@@ -201,7 +223,7 @@ static int fc_config_endpoints(struct fc_ctx *ctx, struct sg_err *err)
 	else if (asprintf(&ctx->domain, "%s.e2b.fc.aliyuncs.com", region) < 0)
 		ctx->domain = NULL;
 	ctx->sandbox_url = surl ? fc_trimmed(surl) : NULL;
-	if (!ctx->base_url || !ctx->domain || (surl && !ctx->sandbox_url))
+	if (!ctx->region || !ctx->base_url || !ctx->domain || (surl && !ctx->sandbox_url))
 		return host->errf(err, SG_E_NOMEM, "fc: out of memory");
 	return 0;
 }
@@ -262,6 +284,7 @@ static void fc_fini(void *priv)
 		free(ctx->api_key);
 	}
 	free(ctx->base_url);
+	free(ctx->region);
 	free(ctx->domain);
 	free(ctx->sandbox_url);
 	free(ctx->default_template);
@@ -304,6 +327,26 @@ fail:
 	return -1;
 }
 
+/* ---- probe ------------------------------------------------------------------------- */
+
+/* Facts for `sandgate status`: where fc goes and with what, never the key. */
+static json_t *fc_probe_details(const struct fc_ctx *ctx)
+{
+	return json_pack("{s:s, s:s, s:s, s:s?, s:s, s:b}", "base_url", ctx->base_url, "region",
+			 ctx->region, "domain", ctx->domain, "sandbox_url", ctx->sandbox_url,
+			 "default_template", ctx->default_template, "api_key_set",
+			 ctx->api_key != NULL);
+}
+
+int fc_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg_err *err)
+{
+	struct fc_ctx *ctx = priv;
+
+	out->preference = FC_PREFERENCE;
+	out->details = fc_probe_details(ctx); /* the core's reference */
+	return fc_api_probe(ctx, timeout_ms ? timeout_ms : ctx->request_timeout_s * 1000u, err);
+}
+
 /* ---- the descriptor ---------------------------------------------------------------- */
 
 static const char fc_help[] =
@@ -321,28 +364,37 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.name = "fc",
 	.version = PACKAGE_VERSION,
 	.summary = "Alibaba Cloud FC agent sandboxes (E2B-compatible API)",
+	.help = fc_help,
+	.config_keys = fc_config_keys,
+	.config_sections = NULL,
 	.init = fc_init,
 	.fini = fc_fini,
+	/* probe */
+	.probe = fc_probe,
+	/* lifecycle */
 	.machine_create = fc_machine_create,
 	.machine_attach = fc_machine_attach,
 	.machine_destroy = fc_machine_destroy,
 	.machine_release = fc_machine_release,
 	.machine_list = fc_machine_list,
+	/* expiry */
 	.machine_keepalive = fc_machine_keepalive,
+	/* exec */
 	.exec = fc_exec,
+	/* code */
+	.run_code = fc_run_code,
+	/* stream (no status group: envd gives a process no extra descriptor) */
 	.stream_open = fc_stream_open,
 	.stream_write = fc_stream_write,
 	.stream_read = fc_stream_read,
 	.stream_close = fc_stream_close,
+	/* files */
 	.file_read = fc_file_read,
 	.file_write = fc_file_write,
 	.file_list = fc_file_list,
 	.file_stat = fc_file_stat,
-	.file_mkdir = fc_file_mkdir,
 	.file_remove = fc_file_remove,
-	.run_code = fc_run_code,
+	/* no actions */
 	.actions = NULL,
 	.n_actions = 0,
-	.help = fc_help,
-	.config_keys = fc_config_keys,
 };

@@ -2,13 +2,13 @@
  * fc.so internals shared between its files: the plugin context, the
  * per-machine handle, and what each file offers the others.
  *
- *   fc.c         descriptor, init/fini, configuration
+ *   fc.c         descriptor, init/fini, configuration, probe
  *   http.c       libcurl transport: handle pool, cancellation, retries, errors
  *   api.c        platform API: create, get, list, kill, set timeout (ref. 2)
  *   machine.c    the machine slots built on api.c
  *   keepalive.c  the background worker that pushes set-timeout (ref. 2.7)
  *   connect.c    Connect envelopes, proto3-JSON quirks, base64 (ref. 5.1)
- *   envd.c       envd files: read, write, list, stat, mkdir, remove (ref. 4, 5.5)
+ *   envd.c       envd files: read, write, list, stat, remove (ref. 4, 5.5)
  *   process.c    process.Process/Start and friends, the exec slot (ref. 5.2, 5.3)
  *   stream.c     interactive streams: Start with stdin, SendInput (ref. 5.3)
  *   interp.c     the code interpreter's POST /execute, run_code (ref. 6, 7.3)
@@ -42,6 +42,18 @@
 #define FC_DEFAULT_REGION   "cn-hangzhou"
 #define FC_DEFAULT_WORKSPACE "/home/user"
 
+/* A sandbox id is at most this long with its NUL (fc_id_valid): ids go in
+ * fixed buffers inside fc.so, never in the ABI. */
+#define FC_ID_MAX 128
+/* A template name from the platform, with its NUL; a longer one is ignored. */
+#define FC_TEMPLATE_MAX 256
+
+#define FC_STR_(x) #x
+#define FC_STR(x) FC_STR_(x) /* a macro's value as a string literal */
+
+/* fc's rank for the default backend (plugin.h, struct sg_probe). */
+#define FC_PREFERENCE 10
+
 /* Caps on what the network may make us hold (frames are untrusted). */
 #define FC_MAX_JSON_BODY   (8u * 1024u * 1024u)  /* platform and unary replies */
 #define FC_MAX_ERROR_BODY  (64u * 1024u)         /* error bodies we quote */
@@ -59,6 +71,7 @@ struct fc_ctx {
 	struct fc_keepalive *ka;         /* owned: background set-timeout worker */
 	char *api_key;                   /* owned, secret, zeroed by fini; NULL: unset */
 	char *base_url;                  /* owned, no trailing '/' */
+	char *region;                    /* owned: [fc] region */
 	char *domain;                    /* owned: data-plane domain */
 	char *sandbox_url;               /* owned or NULL: every data-plane request there */
 	char *default_template;          /* owned */
@@ -75,11 +88,10 @@ struct fc_ctx {
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct fc_machine {
 	struct fc_ctx *ctx;              /* borrowed from init() */
-	char id[SG_ID_MAX];
+	char id[FC_ID_MAX];
 	char token[256];                 /* envdAccessToken: secret, never logged */
 	char envd_version[32];
-	char domain[256];                /* the sandbox's data-plane domain */
-	char template_name[SG_ID_MAX];
+	char *domain;                    /* owned: the sandbox's data-plane domain */
 	_Atomic int64_t last_keepalive_ms; /* monotonic ms of the last push */
 	atomic_int interp;               /* -1 unknown, 0 no /execute, 1 has it */
 	/* The fixed parts of a process Start, made on its first use
@@ -106,15 +118,23 @@ bool fc_id_valid(const char *s);
 /* Random lower-case hex into out[2n+1]. */
 void fc_random_hex(char *out, size_t n);
 
+/* A new JSON object {"NAME": "value"} of "NAME=value" strings (a later NAME
+ * wins; entries without a name are skipped), the caller's reference; NULL
+ * when out of memory.  Its values may be secrets: never log it. */
+json_t *fc_env_json(const char *const *env);
+
+/* The probe slot (ref. 2.5): an authenticated GET /sandboxes?limit=1. */
+sg_probe_fn fc_probe;
+
 /* ---- api.c: platform API (ref. 2) ------------------------------------------- */
 
 /* Sandbox facts from a create or get answer. */
 struct fc_sandbox_info {
-	char id[SG_ID_MAX];
+	char id[FC_ID_MAX];
 	char token[256];
 	char envd_version[32];
 	char domain[256];
-	char template_name[SG_ID_MAX];
+	char template_name[FC_TEMPLATE_MAX];
 	char state[32];
 };
 
@@ -130,6 +150,12 @@ int fc_api_get(struct fc_ctx *ctx, const char *id, struct sg_call *call,
 /* GET /sandboxes: *out gets the JSON array (caller's reference). */
 int fc_api_list(struct fc_ctx *ctx, struct sg_call *call, json_t **out,
 		struct sg_err *err);
+
+/* GET /sandboxes?limit=1, sent once, within timeout_ms: whether the platform
+ * answers and takes the key.  Returns 0, or -1 with err: SG_E_INVAL (no key,
+ * or the key refused), SG_E_UNAVAILABLE (no answer, or an error status);
+ * the message names the URL and the fix. */
+int fc_api_probe(struct fc_ctx *ctx, unsigned timeout_ms, struct sg_err *err);
 
 /* DELETE /sandboxes/{id}; 404 is success (already gone, ref. 2.6). */
 int fc_api_kill(struct fc_ctx *ctx, const char *id, struct sg_call *call,
@@ -169,7 +195,6 @@ sg_file_read_fn fc_file_read;
 sg_file_write_fn fc_file_write;
 sg_file_list_fn fc_file_list;
 sg_file_stat_fn fc_file_stat;
-sg_file_mkdir_fn fc_file_mkdir;
 sg_file_remove_fn fc_file_remove;
 
 /* A Connect unary call on envd (ref. 5.1): POST /<method> with JSON body.

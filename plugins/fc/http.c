@@ -661,7 +661,7 @@ int fc_http_request(struct fc_ctx *ctx, const struct fc_req *rq, struct fc_resp 
 		    struct sg_err *err)
 {
 	for (unsigned attempt = 0;; attempt++) {
-		bool last = attempt >= ctx->retries, no_connect;
+		bool last = rq->once || attempt >= ctx->retries, no_connect;
 		long wait;
 
 		fc_resp_free(ctx, rp);

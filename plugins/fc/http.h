@@ -37,6 +37,8 @@ struct fc_req {
 	unsigned timeout_ms;       /* the whole request; 0: none */
 	size_t max_body;           /* response body cap; 0: FC_MAX_JSON_BODY */
 	bool idempotent;           /* may be re-sent (see above) */
+	bool once;                 /* never re-sent, whatever happens (a probe
+				      that must end within its timeout) */
 	/* Streaming: response body bytes go here instead of the buffer; return
 	 * -1 to stop the transfer (the answer then counts as received). */
 	int (*on_data)(void *ud, const char *p, size_t n);

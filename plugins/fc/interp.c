@@ -61,18 +61,19 @@ static bool fc_word_in(const char *word, const char *list)
 	return false;
 }
 
-/* -1 (err filled) when the template is known not to run lang. */
-static int fc_check_language(struct fc_machine *fm, const char *lang, struct sg_err *err)
+/* -1 (err filled) when m's template is known not to run lang. */
+static int fc_check_language(const struct sg_machine *m, const struct fc_machine *fm,
+			     const char *lang, struct sg_err *err)
 {
 	for (size_t i = 0; i < sizeof(fc_builtin) / sizeof(fc_builtin[0]); i++) {
-		if (strcmp(fm->template_name, fc_builtin[i].template_name) != 0)
+		if (strcmp(m->template_name, fc_builtin[i].template_name) != 0)
 			continue;
 		if (fc_word_in(lang, fc_builtin[i].languages))
 			return 0;
 		return fm->ctx->host->errf(err, SG_E_NOTSUP,
 					   "run_code: language '%s' is not available on template %s "
 					   "(it runs %s); create a sandbox from a template that has it",
-					   lang, fm->template_name, fc_builtin[i].languages);
+					   lang, m->template_name, fc_builtin[i].languages);
 	}
 	return 0;
 }
@@ -202,8 +203,9 @@ static int fc_execute(struct fc_machine *fm, const struct sg_code_req *req,
 			     .call = call, .abort_fd = -1, .secret = fm->token,
 			     .on_data = fc_run_data, .ud = r, .timeout_ms = req->timeout_ms };
 	struct fc_resp rp = { 0 };
-	json_t *body = json_pack("{s:s, s:s}", "code", req->code, "language",
-				 fc_ci_language(req->language));
+	/* ref. 6: env_vars apply to this execution only */
+	json_t *body = json_pack("{s:s, s:s, s:o}", "code", req->code, "language",
+				 fc_ci_language(req->language), "env_vars", fc_env_json(req->env));
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	int ret = -1;
 
@@ -254,7 +256,10 @@ ended:
 	ret = 0;
 out:
 	json_decref(body);
-	free(text);
+	if (text) {
+		explicit_bzero(text, strlen(text)); /* env values may be secrets */
+		free(text);
+	}
 	free((char *)rq.url); /* ours: made above */
 	curl_slist_free_all(rq.headers);
 	fc_resp_free(ctx, &rp);
@@ -304,8 +309,8 @@ static int fc_fallback(struct sg_machine *m, const struct sg_code_req *req, stru
 	{
 		const char *argv[] = { "/bin/bash", "-c", fc_fallback_script, "sandgate-run-code",
 				       interp, file, NULL };
-		struct sg_exec_req xr = { .argv = argv, .cwd = req->cwd, .timeout_ms = req->timeout_ms,
-					  .output_cap = req->output_cap };
+		struct sg_exec_req xr = { .argv = argv, .cwd = req->cwd, .env = req->env,
+					  .timeout_ms = req->timeout_ms, .output_cap = req->output_cap };
 
 		if (fc_exec(m, &xr, call, &er, err) < 0)
 			goto out;
@@ -313,7 +318,7 @@ static int fc_fallback(struct sg_machine *m, const struct sg_code_req *req, stru
 	if (er.exit_code == 127 && er.err.data && strstr(er.err.data, "sandgate-no-interpreter")) {
 		host->errf(err, SG_E_NOTFOUND,
 			   "run_code: no %s interpreter (%s) in sandbox %s (template %s); use a template that has one, or install it with run_command",
-			   req->language, interp, fm->id, fm->template_name);
+			   req->language, interp, fm->id, m->template_name);
 		goto out;
 	}
 	/* the buffers move to the caller's result */
@@ -344,7 +349,7 @@ int fc_run_code(struct sg_machine *m, const struct sg_code_req *req, struct sg_c
 		return -1;
 	if (!req->language || !req->code)
 		return fm->ctx->host->errf(err, SG_E_INVAL, "run_code: language and code are required");
-	if (fc_check_language(fm, req->language, err) < 0)
+	if (fc_check_language(m, fm, req->language, err) < 0)
 		return -1;
 	if (atomic_load(&fm->interp) == 0)
 		return fc_fallback(m, req, call, res, err);

@@ -18,7 +18,7 @@
 #define FC_KA_QUEUE_MAX 256
 
 struct fc_ka_item {
-	char id[SG_ID_MAX];
+	char id[FC_ID_MAX];
 	unsigned lifetime_s;
 	struct fc_ka_item *next;
 };

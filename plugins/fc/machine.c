@@ -1,6 +1,7 @@
 /*
  * The machine slots on top of the platform API (api.c): create with
- * sandgate's metadata for later adoption, attach, destroy, list, keepalive.
+ * sandgate's metadata (its owner tag, so a sandbox whose record was lost is
+ * still found), attach, destroy, list, keepalive.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -10,14 +11,17 @@
 
 #include <curl/curl.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* Metadata keys on every sandbox sandgate makes (ref. 2.3 `metadata`), read
- * back by machine_list() for adoption after a restart. */
+/* Metadata keys on every sandbox sandgate makes (ref. 2.3 `metadata`):
+ * machine_list() reads back managed, owner, persistent, created and lifetime;
+ * the rest tells a
+ * person looking at the platform's console what the sandbox is. */
 #define FC_META_MANAGED    "sandgate.managed"
 #define FC_META_OWNER      "sandgate.owner"
 #define FC_META_SESSION    "sandgate.session"
@@ -48,24 +52,6 @@ static json_t *fc_create_metadata(const struct sg_create_req *req, unsigned life
 	return md;
 }
 
-static json_t *fc_create_envs(const char *const *env)
-{
-	json_t *o = json_object();
-
-	for (; env && *env; env++) {
-		const char *eq = strchr(*env, '=');
-		char *k;
-
-		if (!eq || eq == *env)
-			continue;
-		k = strndup(*env, (size_t)(eq - *env));
-		if (k)
-			json_object_set_new(o, k, json_string(eq + 1));
-		free(k);
-	}
-	return o;
-}
-
 /* ref. 7.1: {"templateID","timeout","autoPause":false,"metadata","envVars"}. */
 static json_t *fc_create_body(const struct sg_create_req *req, const char *tpl,
 			      unsigned lifetime)
@@ -73,7 +59,7 @@ static json_t *fc_create_body(const struct sg_create_req *req, const char *tpl,
 	json_t *body = json_pack("{s:s, s:i, s:b, s:o, s:o}", "templateID", tpl, "timeout",
 				 (int)lifetime, "autoPause", 0, "metadata",
 				 fc_create_metadata(req, lifetime), "envVars",
-				 fc_create_envs(req->env));
+				 fc_env_json(req->env));
 	const char *k;
 	json_t *v;
 
@@ -86,7 +72,41 @@ static json_t *fc_create_body(const struct sg_create_req *req, const char *tpl,
 	return body;
 }
 
-/* Fills m and a new handle from info.  Returns 0 or -1 (out of memory). */
+/* Why host->machine_set() refused a value (its errno). */
+static const char *fc_set_why(int e)
+{
+	return e == E2BIG ? "longer than " FC_STR(SG_MACHINE_FIELD_MAX) " bytes"
+			  : "empty or with a control character";
+}
+
+/* Sets the strings of m from fm (id, url, template) and the configured
+ * workspace.  Returns 0 or -1 with err naming the value refused (the
+ * reason first: a long value is cut by the message's size). */
+static int fc_set_strings(struct fc_ctx *ctx, const struct fc_machine *fm, const char *tpl,
+			  struct sg_machine *m, struct sg_err *err)
+{
+	const struct sg_host_api *h = ctx->host;
+
+	if (h->machine_set(m, SG_MACHINE_ID, "%s", fm->id) < 0)
+		return h->errf(err, SG_E_PROTO, "fc: the platform's sandbox id is %s: '%s'",
+			       fc_set_why(errno), fm->id);
+	if (h->machine_set(m, SG_MACHINE_WORKSPACE, "%s", ctx->workspace) < 0)
+		return h->errf(err, SG_E_INVAL, "fc: [fc] workspace is %s: set a shorter path ('%s')",
+			       fc_set_why(errno), ctx->workspace);
+	if ((ctx->sandbox_url ? h->machine_set(m, SG_MACHINE_URL, "%s", ctx->sandbox_url)
+			      : h->machine_set(m, SG_MACHINE_URL, "https://%d-%s.%s", FC_ENVD_PORT,
+					       fm->id, fm->domain)) < 0)
+		return h->errf(err, SG_E_INVAL,
+			       "fc: the sandbox's URL is %s: check [fc] domain and sandbox_url",
+			       fc_set_why(errno));
+	if (tpl && *tpl && h->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tpl) < 0)
+		return h->errf(err, SG_E_INVAL, "fc: the template name is %s: '%s'", fc_set_why(errno),
+			       tpl);
+	return 0;
+}
+
+/* Fills m and a new handle from info; tpl is the template asked for, or
+ * NULL.  Returns 0 or -1 with err (m->handle then stays NULL). */
 static int fc_bind(struct fc_ctx *ctx, const struct fc_sandbox_info *info, const char *tpl,
 		   struct sg_machine *m, struct sg_err *err)
 {
@@ -99,21 +119,23 @@ static int fc_bind(struct fc_ctx *ctx, const struct fc_sandbox_info *info, const
 	snprintf(fm->id, sizeof(fm->id), "%s", info->id);
 	snprintf(fm->token, sizeof(fm->token), "%s", info->token);
 	snprintf(fm->envd_version, sizeof(fm->envd_version), "%s", info->envd_version);
-	snprintf(fm->domain, sizeof(fm->domain), "%s", info->domain[0] ? info->domain : ctx->domain);
-	snprintf(fm->template_name, sizeof(fm->template_name), "%s",
-		 info->template_name[0] ? info->template_name : tpl ? tpl : "");
+	fm->domain = strdup(info->domain[0] ? info->domain : ctx->domain);
+	if (info->template_name[0])
+		tpl = info->template_name;
 	atomic_store(&fm->last_keepalive_ms, fc_now_ms());
 	/* ref. 1: base has no interpreter service; code-interpreter-v1 has one. */
-	atomic_store(&fm->interp, strcmp(fm->template_name, "base") == 0 ? 0 : -1);
-	snprintf(m->id, sizeof(m->id), "%s", fm->id);
-	snprintf(m->workspace, sizeof(m->workspace), "%s", ctx->workspace);
-	snprintf(m->template_name, sizeof(m->template_name), "%s", fm->template_name);
-	if (ctx->sandbox_url)
-		snprintf(m->url, sizeof(m->url), "%s", ctx->sandbox_url);
-	else
-		snprintf(m->url, sizeof(m->url), "https://%d-%s.%s", FC_ENVD_PORT, fm->id, fm->domain);
+	atomic_store(&fm->interp, tpl && strcmp(tpl, "base") == 0 ? 0 : -1);
 	m->handle = fm;
+	if (!fm->domain) {
+		ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+		goto fail;
+	}
+	if (fc_set_strings(ctx, fm, tpl, m, err) < 0)
+		goto fail;
 	return 0;
+fail:
+	fc_machine_release(m);
+	return -1;
 }
 
 int fc_machine_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
@@ -153,19 +175,23 @@ int fc_machine_create(void *priv, const struct sg_create_req *req, struct sg_cal
 	return 0;
 }
 
-int fc_machine_attach(void *priv, const char *id, struct sg_call *call, struct sg_machine *m,
-		      struct sg_err *err)
+/* The E2B sandbox id is all fc needs to find a sandbox again (GET gives
+ * its token): it keeps nothing in the record, so `kept` is unused. */
+int fc_machine_attach(void *priv, const char *id, const json_t *kept, struct sg_call *call,
+		      struct sg_machine *m, struct sg_err *err)
 {
 	struct fc_ctx *ctx = priv;
 	struct fc_sandbox_info info;
 	int ret;
 
+	(void)kept;
 	if (fc_api_get(ctx, id, call, &info, err) < 0)
 		return -1;
 	if (info.state[0] && strcmp(info.state, "running") != 0) {
+		ret = ctx->host->errf(err, SG_E_NOTFOUND, "fc: sandbox '%s' is %s, not running", id,
+				      info.state);
 		explicit_bzero(&info, sizeof(info));
-		return ctx->host->errf(err, SG_E_NOTFOUND, "fc: sandbox '%s' is %s, not running", id,
-				       info.state);
+		return ret;
 	}
 	ret = fc_bind(ctx, &info, NULL, m, err);
 	explicit_bzero(&info, sizeof(info));
@@ -189,6 +215,7 @@ void fc_machine_release(struct sg_machine *m)
 	if (!fm)
 		return;
 	explicit_bzero(fm->token, sizeof(fm->token));
+	free(fm->domain);
 	for (struct curl_slist *h = fm->start_headers; h; h = h->next)
 		explicit_bzero(h->data, strlen(h->data)); /* the token is in one */
 	curl_slist_free_all(fm->start_headers);
@@ -205,50 +232,48 @@ static const char *fc_meta(const json_t *md, const char *key)
 	return v ? v : "";
 }
 
-/* One listed sandbox into e; false when it is not sandgate's. */
-static bool fc_list_entry(const json_t *item, struct sg_machine_entry *e)
+/* One listed sandbox as {"id", "owner", "persistent", "created",
+ * "lifetime"}, or NULL when it is not sandgate's. */
+static json_t *fc_list_entry(const json_t *item)
 {
 	const json_t *md = json_object_get(item, "metadata");
 	const char *id = json_string_value(json_object_get(item, "sandboxID"));
-	const char *state = json_string_value(json_object_get(item, "state"));
 
 	if (!id || !fc_id_valid(id) || strcmp(fc_meta(md, FC_META_MANAGED), "1") != 0)
-		return false;
-	memset(e, 0, sizeof(*e));
-	snprintf(e->id, sizeof(e->id), "%s", id);
-	snprintf(e->owner, sizeof(e->owner), "%s", fc_meta(md, FC_META_OWNER));
-	snprintf(e->session_hash, sizeof(e->session_hash), "%s", fc_meta(md, FC_META_SESSION));
-	e->created = strtoll(fc_meta(md, FC_META_CREATED), NULL, 10);
-	e->lifetime_s = (unsigned)strtoul(fc_meta(md, FC_META_LIFETIME), NULL, 10);
-	e->running = !state || strcmp(state, "running") == 0;
-	e->persistent = strcmp(fc_meta(md, FC_META_PERSISTENT), "1") == 0;
-	return true;
+		return NULL;
+	return json_pack("{s:s, s:s, s:b, s:I, s:I}", "id", id, "owner", fc_meta(md, FC_META_OWNER),
+			 "persistent", strcmp(fc_meta(md, FC_META_PERSISTENT), "1") == 0,
+			 "created", (json_int_t)strtoll(fc_meta(md, FC_META_CREATED), NULL, 10),
+			 "lifetime", (json_int_t)strtoll(fc_meta(md, FC_META_LIFETIME), NULL, 10));
 }
 
-int fc_machine_list(void *priv, struct sg_call *call, struct sg_machine_entry **entries,
-		    size_t *n, struct sg_err *err)
+int fc_machine_list(void *priv, struct sg_call *call, json_t **machines, struct sg_err *err)
 {
 	struct fc_ctx *ctx = priv;
-	json_t *arr = NULL, *item;
-	size_t i, k = 0;
+	json_t *arr = NULL, *item, *list;
+	size_t i;
 
-	*entries = NULL;
-	*n = 0;
+	*machines = NULL;
 	if (!ctx->api_key)
-		return ctx->host->errf(err, SG_E_PERM, "fc: no API key set: cannot list sandboxes");
+		return ctx->host->errf(err, SG_E_INVAL,
+				       "fc: no API key: cannot list sandboxes; set [fc] api_key or "
+				       "ABX_SANDBOX_API_KEY");
 	if (fc_api_list(ctx, call, &arr, err) < 0)
 		return -1;
-	/* freed by the caller with free() (plugin.h) */
-	*entries = calloc(json_array_size(arr) + 1, sizeof(**entries));
-	if (!*entries) {
-		json_decref(arr);
-		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	list = json_array(); /* the caller's reference */
+	json_array_foreach(arr, i, item) {
+		json_t *e = fc_list_entry(item);
+
+		if (e && json_array_append_new(list, e) < 0) {
+			json_decref(list);
+			list = NULL;
+			break;
+		}
 	}
-	json_array_foreach(arr, i, item)
-		if (fc_list_entry(item, &(*entries)[k]))
-			k++;
-	*n = k;
 	json_decref(arr);
+	if (!list)
+		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
+	*machines = list;
 	return 0;
 }
 

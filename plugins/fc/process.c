@@ -174,7 +174,7 @@ static int fc_proc_on_data(void *ud, const char *p, size_t n)
 
 json_t *fc_start_request(struct fc_machine *fm, const struct sg_exec_req *req, bool stdin_open)
 {
-	json_t *args = json_array(), *envs = json_object(), *proc;
+	json_t *args = json_array(), *envs = fc_env_json(req->env), *proc;
 	const char *cmd;
 
 	if (req->command) {
@@ -188,14 +188,6 @@ json_t *fc_start_request(struct fc_machine *fm, const struct sg_exec_req *req, b
 		cmd = req->argv && req->argv[0] ? req->argv[0] : "/bin/true";
 		for (size_t i = 1; req->argv && req->argv[0] && req->argv[i]; i++)
 			json_array_append_new(args, json_string(req->argv[i]));
-	}
-	for (const char *const *e = req->env; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-		char *k = eq && eq != *e ? strndup(*e, (size_t)(eq - *e)) : NULL;
-
-		if (k)
-			json_object_set_new(envs, k, json_string(eq + 1));
-		free(k);
 	}
 	/* ref. 5.2: the key is "envs", not "envVars" */
 	proc = json_pack("{s:s, s:o, s:o, s:s}", "cmd", cmd, "args", args, "envs", envs, "cwd",
@@ -285,6 +277,13 @@ int fc_proc_start(struct fc_machine *fm, const struct sg_exec_req *req, bool std
 		ret = ctx->host->errf(err, SG_E_PROTO, "fc: process stream: envd sent %s", pe->perr);
 out:
 	json_decref(body);
+	if (text) { /* env values may be secrets */
+		size_t n = strlen(text);
+
+		explicit_bzero(text, n);
+		if (env)
+			explicit_bzero(env, n + 5);
+	}
 	free(text);
 	free(env);
 	curl_slist_free_all(own);

@@ -309,7 +309,7 @@ static int ssh_auth_keys(struct ssh_op *op, const struct ssh_target *t, struct s
 			 struct sg_err *err)
 {
 	static const char *const defaults[] = { "~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa" };
-	char path[SG_PATH_MAX];
+	char path[SSH_PATH_MAX];
 	int found = 0, rc;
 
 	if (t->key[0])

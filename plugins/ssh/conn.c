@@ -410,11 +410,10 @@ static void ssh_tune_socket(int fd, unsigned ka)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-static int ssh_tcp_connect(struct ssh_pool *p, int64_t deadline, const struct sg_call *call,
-			   struct sg_err *err)
+int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t deadline,
+		    const struct sg_call *call, struct sg_err *err)
 {
-	const struct ssh_target *t = &p->target;
-	const struct sg_host_api *host = p->ctx->host;
+	const struct sg_host_api *host = ctx->host;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	char port[16];
@@ -440,7 +439,7 @@ static int ssh_tcp_connect(struct ssh_pool *p, int64_t deadline, const struct sg
 		} else if (errno != EINPROGRESS) {
 			soerr = errno;
 		} else {
-			stop = ssh_connect_wait(p->ctx, fd, deadline, call, &soerr);
+			stop = ssh_connect_wait(ctx, fd, deadline, call, &soerr);
 			if (stop != SSH_GO) {
 				close(fd);
 				freeaddrinfo(res);
@@ -521,7 +520,7 @@ static struct ssh_conn *ssh_conn_connect(struct ssh_pool *p, const struct sg_cal
 	c->pool = p;
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
-	c->fd = ssh_tcp_connect(p, deadline, call, err);
+	c->fd = ssh_tcp_connect(p->ctx, &p->target, deadline, call, err);
 	if (c->fd < 0)
 		goto fail;
 	c->session = libssh2_session_init_ex(NULL, NULL, NULL, c);

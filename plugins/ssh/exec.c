@@ -562,7 +562,7 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 	/* Checked here so that the runner and plain exec refuse the same. */
 	if (ssh_env_check(host, req->env, err) < 0)
 		return -1;
-	if ((sm->env || req->env) && !(env = ssh_env_merge((const char *const *)sm->env, req->env)))
+	if (req->env && !(env = ssh_env_merge(NULL, req->env)))
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	r = (struct ssh_run){
 		.command = req->command,

@@ -297,7 +297,7 @@ static void ssh_known_name(const struct ssh_target *t, char *out, size_t n)
 
 static int ssh_mkdir_parent(const char *path)
 {
-	char dir[SG_PATH_MAX];
+	char dir[SSH_PATH_MAX];
 	char *slash;
 
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -383,7 +383,7 @@ static int ssh_known_refuse_changed(struct ssh_known *k, const struct ssh_target
 				    const struct ssh_ktype *ty, const char *fp,
 				    const struct libssh2_knownhost *old, struct sg_err *err)
 {
-	char name[SSH_HOST_MAX + 16], where[SG_PATH_MAX + 16];
+	char name[SSH_HOST_MAX + 16], where[SSH_PATH_MAX + 16];
 	int line = ssh_known_line_of(k, old);
 
 	ssh_known_name(t, name, sizeof(name));

@@ -2,10 +2,11 @@
  * Sandboxes on SSH: a working directory `<root>/sg-<random>` (mode 0700) on
  * the target's host.  The id is "ssh-<target>-<random>"; a small JSON state
  * file per sandbox in the state directory (<state_dir>/ssh/<id>.json, mode
- * 0600) remembers the target, the directory, the create-time environment and
- * the owner labels, so a restarted sandgate can attach to it again and list
- * the sandboxes of dead owners for adoption and reaping.  Nothing here keeps
- * a connection: the pool of the target does.
+ * 0600) is its owner tag, what a container's labels are on Docker: it
+ * remembers the target, the directory and the owner, written before the
+ * core records the machine, so that attach finds the directory again and
+ * machine_list finds sandboxes whose record was lost.  Nothing here keeps a
+ * connection: the pool of the target does.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -65,7 +66,7 @@ static int ssh_state_dir(struct ssh_ctx *ctx, char *out, size_t n)
 
 static int ssh_state_path(struct ssh_ctx *ctx, const char *id, char *out, size_t n)
 {
-	char dir[SG_PATH_MAX];
+	char dir[SSH_PATH_MAX];
 	int len;
 
 	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || strchr(id, '/') || id[0] == '.')
@@ -77,7 +78,7 @@ static int ssh_state_path(struct ssh_ctx *ctx, const char *id, char *out, size_t
 /* Writes j to the state file of id: temporary file, then rename. */
 static int ssh_state_write(struct ssh_ctx *ctx, const char *id, json_t *j)
 {
-	char path[SG_PATH_MAX], tmp[SG_PATH_MAX + 8];
+	char path[SSH_PATH_MAX], tmp[SSH_PATH_MAX + 8];
 	int fd, rc = -1;
 
 	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
@@ -99,7 +100,7 @@ static int ssh_state_write(struct ssh_ctx *ctx, const char *id, json_t *j)
 /* The state of id, or NULL.  Caller's reference. */
 static json_t *ssh_state_read(struct ssh_ctx *ctx, const char *id)
 {
-	char path[SG_PATH_MAX];
+	char path[SSH_PATH_MAX];
 
 	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
 		return NULL;
@@ -108,44 +109,24 @@ static json_t *ssh_state_read(struct ssh_ctx *ctx, const char *id)
 
 static void ssh_state_remove(struct ssh_ctx *ctx, const char *id)
 {
-	char path[SG_PATH_MAX];
+	char path[SSH_PATH_MAX];
 
 	if (ssh_state_path(ctx, id, path, sizeof(path)) == 0)
 		unlink(path);
 }
 
-static json_t *ssh_env_json(const char *const *env)
-{
-	json_t *a = json_array();
-
-	for (const char *const *e = env; a && e && *e; e++)
-		if (json_array_append_new(a, json_string(*e)) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
-static json_t *ssh_state_json(const struct sg_machine *m, const struct sg_create_req *req,
+static json_t *ssh_state_json(const char *id, const char *ws, const struct sg_create_req *req,
 			      const char *target)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:b, s:o?}",
-			 "id", m->id, "target", target, "workspace", m->workspace,
-			 "owner", req->owner ? req->owner : "",
-			 "session", req->session_hash ? req->session_hash : "",
-			 "created", (json_int_t)time(NULL), "lifetime", (int)req->lifetime_s,
-			 "persistent", req->persistent, "env", ssh_env_json(req->env));
+	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I}", "id", id, "target", target, "workspace", ws,
+			 "owner", req->owner ? req->owner : "", "persistent", req->persistent,
+			 "created", (json_int_t)time(NULL), "lifetime", (json_int_t)req->lifetime_s);
 }
 
 /* ---- handles ---------------------------------------------------------------------------- */
 
-static char **ssh_env_copy(const char *const *env)
-{
-	return ssh_env_merge(env, NULL);
-}
-
-static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, const char *const *env,
-			  struct sg_machine *m, struct sg_err *err)
+static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, struct sg_machine *m,
+			  struct sg_err *err)
 {
 	struct ssh_machine *sm = calloc(1, sizeof(*sm)); /* ssh_machine_release() */
 
@@ -153,21 +134,22 @@ static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, const char *c
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	sm->ctx = ctx;
 	sm->pool = p;
-	if (env && env[0] && !(sm->env = ssh_env_copy(env))) {
-		free(sm);
-		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-	}
 	m->handle = sm;
 	return 0;
 }
 
-static void ssh_fill(struct sg_machine *m, const struct ssh_target *t, const char *id,
-		     const char *workspace)
+static int ssh_fill(struct ssh_ctx *ctx, struct sg_machine *m, const struct ssh_target *t,
+		    const char *id, const char *workspace, struct sg_err *err)
 {
-	snprintf(m->id, sizeof(m->id), "%s", id);
-	snprintf(m->workspace, sizeof(m->workspace), "%s", workspace);
-	snprintf(m->url, sizeof(m->url), "ssh://%s@%s:%u", t->user, t->host, t->port);
-	snprintf(m->template_name, sizeof(m->template_name), "%s", t->name);
+	const struct sg_host_api *h = ctx->host;
+
+	if (h->machine_set(m, SG_MACHINE_ID, "%s", id) < 0 ||
+	    h->machine_set(m, SG_MACHINE_WORKSPACE, "%s", workspace) < 0 ||
+	    h->machine_set(m, SG_MACHINE_URL, "ssh://%s@%s:%u", t->user, t->host, t->port) < 0 ||
+	    h->machine_set(m, SG_MACHINE_TEMPLATE, "%s", t->name) < 0)
+		return h->errf(err, SG_E_INVAL, "ssh: the id, directory or address of sandbox '%s' is too long or holds control characters",
+			       id);
+	return 0;
 }
 
 /* ---- create ------------------------------------------------------------------------------ */
@@ -211,7 +193,7 @@ int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_ca
 	struct ssh_ctx *ctx = priv;
 	struct ssh_pool *p;
 	const char *name;
-	char rnd[2 * SSH_RAND_BYTES + 1], dir[16], id[SG_ID_MAX], ws[SG_PATH_MAX];
+	char rnd[2 * SSH_RAND_BYTES + 1], dir[16], id[SSH_ID_MAX], ws[SSH_PATH_MAX];
 	const char *argv[] = { "/bin/sh", "-c", ssh_mkdir_script, "sg", NULL, dir, NULL };
 	json_t *state;
 
@@ -230,58 +212,49 @@ int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_ca
 	argv[4] = p->target.root;
 	if (call)
 		ctx->host->progress(call, 1, 2, "connecting");
-	if (ssh_script(p, argv, call, "creating the sandbox directory", err) < 0)
+	if (ssh_fill(ctx, m, &p->target, id, ws, err) < 0)
 		return -1;
-	if (ssh_handle_new(ctx, p, req->env, m, err) < 0)
-		return -1;
-	ssh_fill(m, &p->target, id, ws);
-	state = ssh_state_json(m, req, p->target.name);
-	if (!state || ssh_state_write(ctx, id, state) < 0)
-		ssh_log(ctx, SG_LOG_WARNING, "sandbox %s: cannot write its state file: a restarted sandgate will not find it", id);
+	state = ssh_state_json(id, ws, req, p->target.name);
+	if (!state || ssh_state_write(ctx, id, state) < 0) {
+		json_decref(state);
+		return ctx->host->errf(err, SG_E_IO, "ssh: cannot write the state file of sandbox %s in %s/ssh: check that directory",
+				       id, ctx->host->state_dir() ? ctx->host->state_dir() : "(no state directory)");
+	}
 	json_decref(state);
+	if (ssh_script(p, argv, call, "creating the sandbox directory", err) < 0 ||
+	    ssh_handle_new(ctx, p, m, err) < 0) {
+		ssh_state_remove(ctx, id);
+		return -1;
+	}
 	return 0;
 }
 
 /* ---- attach, destroy, release, list --------------------------------------------------- */
 
-int ssh_machine_attach(void *priv, const char *id, struct sg_call *call, struct sg_machine *m,
-		       struct sg_err *err)
+int ssh_machine_attach(void *priv, const char *id, const json_t *kept, struct sg_call *call,
+		       struct sg_machine *m, struct sg_err *err)
 {
 	struct ssh_ctx *ctx = priv;
-	json_t *st = ssh_state_read(ctx, id), *env;
+	json_t *st = ssh_state_read(ctx, id);
 	const char *target, *ws;
-	const char **envv = NULL;
 	struct ssh_pool *p;
-	size_t i, n;
 	int rc = -1;
 
 	(void)call;
+	(void)kept; /* the state file says it all */
 	if (!st)
 		return ctx->host->errf(err, SG_E_NOTFOUND, "ssh: no sandbox '%s' is known here (no state file)", id);
 	target = json_string_value(json_object_get(st, "target"));
 	ws = json_string_value(json_object_get(st, "workspace"));
-	env = json_object_get(st, "env");
 	if (!target || !ws || ws[0] != '/') {
 		ctx->host->errf(err, SG_E_NOTFOUND, "ssh: the state file of sandbox '%s' is damaged", id);
 		goto out;
 	}
 	p = ssh_pool_get(ctx, target, err);
-	if (!p)
+	if (!p || ssh_fill(ctx, m, &p->target, id, ws, err) < 0 || ssh_handle_new(ctx, p, m, err) < 0)
 		goto out;
-	n = json_array_size(env);
-	envv = calloc(n + 1, sizeof(*envv)); /* freed below; strings borrowed from st */
-	if (!envv) {
-		ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-		goto out;
-	}
-	for (i = 0; i < n; i++)
-		envv[i] = json_string_value(json_array_get(env, i));
-	if (ssh_handle_new(ctx, p, envv, m, err) < 0)
-		goto out;
-	ssh_fill(m, &p->target, id, ws);
 	rc = 0;
 out:
-	free(envv);
 	json_decref(st);
 	return rc;
 }
@@ -320,74 +293,44 @@ void ssh_machine_release(struct sg_machine *m)
 
 	if (!sm)
 		return;
-	ssh_strv_free(sm->env);
 	free(sm);
 	m->handle = NULL;
 }
 
-static const char *ssh_jstr(const json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-
-	return v ? v : "";
-}
-
-static void ssh_entry_from(const json_t *st, struct sg_machine_entry *e)
-{
-	memset(e, 0, sizeof(*e));
-	snprintf(e->id, sizeof(e->id), "%s", ssh_jstr(st, "id"));
-	snprintf(e->owner, sizeof(e->owner), "%s", ssh_jstr(st, "owner"));
-	snprintf(e->session_hash, sizeof(e->session_hash), "%s", ssh_jstr(st, "session"));
-	e->created = json_integer_value(json_object_get(st, "created"));
-	e->lifetime_s = (unsigned)json_integer_value(json_object_get(st, "lifetime"));
-	e->persistent = json_is_true(json_object_get(st, "persistent"));
-	e->running = true; /* a directory does not stop; checked when used */
-}
-
-/* The sandboxes the state directory remembers (no network). */
-int ssh_machine_list(void *priv, struct sg_call *call, struct sg_machine_entry **entries,
-		     size_t *n, struct sg_err *err)
+/* The sandboxes the state directory remembers (no network): {id, owner,
+ * persistent, created, lifetime} each. */
+int ssh_machine_list(void *priv, struct sg_call *call, json_t **machines, struct sg_err *err)
 {
 	struct ssh_ctx *ctx = priv;
-	struct sg_machine_entry *list = NULL;
-	size_t cap = 0;
-	char dir[SG_PATH_MAX], path[SG_PATH_MAX + 300];
+	char dir[SSH_PATH_MAX], path[SSH_PATH_MAX + 300];
 	struct dirent *de;
 	DIR *d;
 
 	(void)call;
-	*entries = NULL;
-	*n = 0;
+	*machines = json_array();
+	if (!*machines)
+		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || !(d = opendir(dir)))
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		size_t len = strlen(de->d_name);
+		const char *id, *owner;
 		json_t *st;
 
 		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		st = json_load_file(path, 0, NULL);
-		if (!json_string_value(json_object_get(st, "id"))) {
-			json_decref(st);
-			continue;
-		}
-		if (*n == cap) {
-			struct sg_machine_entry *nl = realloc(list, (cap ? cap * 2 : 16) * sizeof(*nl));
-
-			if (!nl) {
-				json_decref(st);
-				closedir(d);
-				free(list);
-				return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-			}
-			list = nl;
-			cap = cap ? cap * 2 : 16;
-		}
-		ssh_entry_from(st, &list[(*n)++]);
+		id = json_string_value(json_object_get(st, "id"));
+		owner = json_string_value(json_object_get(st, "owner"));
+		if (id)
+			json_array_append_new(*machines, json_pack("{s:s, s:s, s:b, s:I, s:I}", "id", id, "owner",
+								   owner ? owner : "", "persistent",
+								   json_is_true(json_object_get(st, "persistent")),
+								   "created", json_integer_value(json_object_get(st, "created")),
+								   "lifetime", json_integer_value(json_object_get(st, "lifetime"))));
 		json_decref(st);
 	}
 	closedir(d);
-	*entries = list; /* the caller frees with free() */
 	return 0;
 }

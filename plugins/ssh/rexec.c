@@ -52,7 +52,7 @@ static int rx_start_fail(struct ssh_pool *p, const struct ssh_run *r, const stru
 {
 	const struct sg_host_api *host = p->ctx->host;
 	const char *what = r->command ? "/bin/sh" : r->argv[0];
-	char line[SG_PATH_MAX + 64];
+	char line[SSH_PATH_MAX + 64];
 	int n;
 
 	if (ex->spawn_stage == RN_STAGE_CHDIR)

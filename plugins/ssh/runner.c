@@ -426,7 +426,7 @@ static int runner_launch(struct ssh_pool *p, const char *path, struct rn_conn **
 /* What the prepare script found. */
 struct runner_plan {
 	char arch[64];
-	char dir[RUNNER_DIRS][SG_PATH_MAX];
+	char dir[RUNNER_DIRS][SSH_PATH_MAX];
 	bool have[RUNNER_DIRS];
 	int n;
 };
@@ -442,7 +442,7 @@ static void runner_plan_parse(struct runner_plan *pl, const struct sg_buf *out)
 
 		if (len > 5 && memcmp(p, "arch ", 5) == 0 && len - 5 < sizeof(pl->arch)) {
 			memcpy(pl->arch, p + 5, len - 5);
-		} else if (pl->n < RUNNER_DIRS && len > 5 && len - 5 < SG_PATH_MAX &&
+		} else if (pl->n < RUNNER_DIRS && len > 5 && len - 5 < SSH_PATH_MAX &&
 			   (memcmp(p, "have ", 5) == 0 || memcmp(p, "dir ", 4) == 0)) {
 			size_t off = p[0] == 'h' ? 5 : 4;
 
@@ -548,7 +548,7 @@ static int runner_start(struct ssh_pool *p, struct rn_conn **out, struct ssh_con
 	struct ssh_runner *rn = &p->runner;
 	struct runner_plan pl;
 	struct utsname un;
-	char path[SG_PATH_MAX], step[320];
+	char path[SSH_PATH_MAX], step[320];
 	bool uploaded;
 	int rc;
 

@@ -22,7 +22,7 @@
 
 #define SSH_SFTP_CHUNK 65536
 #define SSH_NAME_BUF 4096
-#define SSH_WHAT_MAX (SG_PATH_MAX + 64)
+#define SSH_WHAT_MAX (SSH_PATH_MAX + 64)
 
 /* One SFTP operation: the connection (a reference), its session, the op. */
 struct ssh_sftp {
@@ -226,7 +226,7 @@ static int ssh_sftp_mkdirs(struct ssh_sftp *so, const char *path, long mode, str
 {
 	const struct sg_host_api *host = so->pool->ctx->host;
 	LIBSSH2_SFTP_ATTRIBUTES a;
-	char part[SG_PATH_MAX], what[SSH_WHAT_MAX];
+	char part[SSH_PATH_MAX], what[SSH_WHAT_MAX];
 	size_t n = strlen(path);
 	int rc;
 
@@ -470,7 +470,7 @@ static int ssh_write_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	struct ssh_write_args *wa = ud;
 	const struct sg_host_api *host = so->pool->ctx->host;
 	LIBSSH2_SFTP_ATTRIBUTES old;
-	char dir[SG_PATH_MAX], tmp[SG_PATH_MAX + 48], rnd[17], what[SSH_WHAT_MAX];
+	char dir[SSH_PATH_MAX], tmp[SSH_PATH_MAX + 48], rnd[17], what[SSH_WHAT_MAX];
 	unsigned long mode = wa->opts && wa->opts->mode ? wa->opts->mode : 0644;
 	bool existed;
 	int rc;
@@ -737,25 +737,6 @@ static int ssh_stat_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	return 0;
 }
 
-static int ssh_mkdir_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
-{
-	struct ssh_path_args *pa = ud;
-	LIBSSH2_SFTP_ATTRIBUTES a;
-	char what[SSH_WHAT_MAX];
-	int rc;
-
-	if (pa->flag)
-		return ssh_sftp_mkdirs(so, pa->path, 0755, err);
-	SSH_CALL(&so->op, rc, libssh2_sftp_mkdir_ex(so->sftp, pa->path, (unsigned)strlen(pa->path), 0755));
-	if (rc == 0)
-		return 0;
-	snprintf(what, sizeof(what), "creating directory '%s'", pa->path);
-	if (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && !ssh_sftp_notfound(so, rc) &&
-	    ssh_sftp_stat(so, pa->path, LIBSSH2_SFTP_LSTAT, &a, &rc) == 0)
-		return so->pool->ctx->host->errf(err, SG_E_EXISTS, "'%s' already exists", pa->path);
-	return ssh_sftp_fail(so, rc, what, err);
-}
-
 static int ssh_remove_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 {
 	struct ssh_path_args *pa = ud;
@@ -878,21 +859,6 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
 	rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
-	free(own);
-	return rc;
-}
-
-int ssh_file_mkdir(struct sg_machine *m, const char *path, bool parents, struct sg_call *call,
-		   struct sg_err *err)
-{
-	struct ssh_machine *sm;
-	struct ssh_path_args pa = { .flag = parents };
-	char *own = NULL;
-	int rc;
-
-	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
-		return -1;
-	rc = ssh_sftp_with(sm->pool, call, ssh_mkdir_fn, &pa, err);
 	free(own);
 	return rc;
 }

@@ -134,6 +134,29 @@ static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *
 	return 0;
 }
 
+/* Usable when the default target is configured and its port answers
+ * within timeout_ms (a TCP connect: authentication is checked when a
+ * sandbox is made, with a message that names the key). */
+int ssh_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg_err *err)
+{
+	struct ssh_ctx *ctx = priv;
+	struct ssh_target t;
+	char where[SSH_HOST_MAX + SSH_USER_MAX + 16];
+	int fd;
+
+	out->preference = 20;
+	if (ssh_target_resolve(ctx, NULL, &t, err) < 0)
+		return -1;
+	out->details = json_pack("{s:s, s:s, s:s}", "default_target",
+				 ssh_target_str(&t, where, sizeof(where)), "root", t.root,
+				 "host_key_policy", ctx->host->config_get("ssh", "host_key_policy") ?: "strict");
+	fd = ssh_tcp_connect(ctx, &t, ssh_now_ms() + (timeout_ms ? timeout_ms : 1), NULL, err);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 static void ssh_fini(void *priv)
 {
 	struct ssh_ctx *ctx = priv;
@@ -239,32 +262,32 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.name = "ssh",
 	.version = PACKAGE_VERSION,
 	.summary = "working directories on SSH hosts (libssh2)",
+	.help = ssh_help,
+	.config_keys = ssh_config_keys,
+	.config_sections = ssh_config_sections,
 	.init = ssh_init,
 	.fini = ssh_fini,
+	.probe = ssh_probe,
 	.machine_create = ssh_machine_create,
 	.machine_attach = ssh_machine_attach,
 	.machine_destroy = ssh_machine_destroy,
 	.machine_release = ssh_machine_release,
 	.machine_list = ssh_machine_list,
-	.machine_keepalive = NULL, /* directories have no backend-side expiry */
+	/* no expiry group: directories have no backend-side expiry */
 	.exec = ssh_exec,
+	/* no code group: the core writes the code and runs the interpreter */
 	.stream_open = ssh_stream_open,
 	.stream_write = ssh_stream_write,
 	.stream_read = ssh_stream_read,
 	.stream_close = ssh_stream_close,
+	/* A status fd through the runner; SG_E_NOTSUP without one. */
+	.stream_open_status = ssh_stream_open_status,
+	.stream_read_ch = ssh_stream_read_ch,
 	.file_read = ssh_file_read,
 	.file_write = ssh_file_write,
 	.file_list = ssh_file_list,
 	.file_stat = ssh_file_stat,
-	.file_mkdir = ssh_file_mkdir,
 	.file_remove = ssh_file_remove,
-	.run_code = NULL, /* the core writes the code and runs the interpreter via exec */
-	.actions = NULL,
-	.n_actions = 0,
-	.help = ssh_help,
-	.config_keys = ssh_config_keys,
-	/* A status fd through the runner; SG_E_NOTSUP without one. */
-	.stream_open_status = ssh_stream_open_status,
-	.stream_read_ch = ssh_stream_read_ch,
-	.config_sections = ssh_config_sections,
+	.actions = ssh_actions,
+	.n_actions = SSH_N_ACTIONS,
 };

@@ -47,6 +47,8 @@
 
 #define SSH_PLUGIN "ssh"
 
+#define SSH_ID_MAX   128     /* sandbox ids */
+#define SSH_PATH_MAX 1024    /* a path on this host or a remote one */
 #define SSH_NAME_MAX 64      /* target names */
 #define SSH_HOST_MAX 256
 #define SSH_USER_MAX 128
@@ -59,9 +61,9 @@ struct ssh_target {
 	char host[SSH_HOST_MAX];
 	unsigned port;
 	char user[SSH_USER_MAX];
-	char key[SG_PATH_MAX];            /* identity file, "" for the defaults */
-	char known_hosts[SG_PATH_MAX];    /* ~ expanded */
-	char root[SG_PATH_MAX];           /* remote directory of the working dirs */
+	char key[SSH_PATH_MAX];            /* identity file, "" for the defaults */
+	char known_hosts[SSH_PATH_MAX];    /* ~ expanded */
+	char root[SSH_PATH_MAX];           /* remote directory of the working dirs */
 	enum ssh_policy policy;
 	unsigned connect_timeout_s;
 	unsigned keepalive_s;             /* 0: off */
@@ -90,7 +92,6 @@ struct ssh_ctx {
 struct ssh_machine {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_pool *pool;            /* borrowed: pools live until fini */
-	char **env;                       /* create-time "K=V" list, owned, or NULL */
 };
 
 /* ---- ssh.c ------------------------------------------------------------------ */
@@ -110,6 +111,12 @@ void ssh_strv_free(char **v);
  * Returns 0, or -1 with SG_E_NOTFOUND (no such section) / SG_E_INVAL. */
 int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target *t,
 		       struct sg_err *err);
+/* Opens a TCP connection to t (non-blocking connect, NODELAY and
+ * keepalive set) by the monotonic deadline (ssh_now_ms() units), honouring
+ * call's cancellation.  Returns the socket, or -1 with err
+ * (SG_E_UNAVAILABLE, SG_E_CANCELLED). */
+int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t deadline,
+		    const struct sg_call *call, struct sg_err *err);
 /* True when [ssh.target.NAME] names a host. */
 bool ssh_target_exists(struct ssh_ctx *ctx, const char *name);
 /* "user@host:port" for messages. */
@@ -166,7 +173,7 @@ struct ssh_runner {
 	enum ssh_runner_state state;
 	struct rn_conn *conn;             /* the opener's reference, or NULL */
 	struct ssh_conn *sc;              /* a reference on the connection carrying it */
-	char path[SG_PATH_MAX];           /* its file on the host, "" when none is there */
+	char path[SSH_PATH_MAX];           /* its file on the host, "" when none is there */
 	char why[256];                    /* why the last one ended, or why it cannot run */
 	/* Written by the transport (its reader thread, its free()), read by the
 	 * starter after a start failed or the runner ended: */
@@ -413,7 +420,6 @@ sg_file_read_fn ssh_file_read;
 sg_file_write_fn ssh_file_write;
 sg_file_list_fn ssh_file_list;
 sg_file_stat_fn ssh_file_stat;
-sg_file_mkdir_fn ssh_file_mkdir;
 sg_file_remove_fn ssh_file_remove;
 /* Writes a whole file on the pool's host (atomic: temporary name, then
  * rename), mode for a new file; the directory must exist. */
@@ -427,6 +433,11 @@ sg_machine_attach_fn ssh_machine_attach;
 sg_machine_destroy_fn ssh_machine_destroy;
 sg_machine_release_fn ssh_machine_release;
 sg_machine_list_fn ssh_machine_list;
+sg_probe_fn ssh_probe;
+
+/* The sandbox_env actions (actions.c). */
+#define SSH_N_ACTIONS 4
+extern const struct sg_action ssh_actions[SSH_N_ACTIONS];
 
 /* The handle of a machine made here, or NULL with err. */
 struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *err);

@@ -155,7 +155,7 @@ static const char *ssh_local_user(char *buf, size_t n)
 int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target *t,
 		       struct sg_err *err)
 {
-	char section[SSH_SECTION_MAX], ubuf[SSH_USER_MAX], path[SG_PATH_MAX];
+	char section[SSH_SECTION_MAX], ubuf[SSH_USER_MAX], path[SSH_PATH_MAX];
 	const char *sec = NULL, *v;
 
 	memset(t, 0, sizeof(*t));

@@ -123,7 +123,25 @@ async function body(srv, be) {
     t.hasFields(await env(srv, 'ssh_reconnect', { machine: lab }), { status: 'running' }, 'ssh_reconnect');
     const adhoc = await srv.call('sandbox_env', { action: 'ssh_connect', params: { name: 'x', host: '192.0.2.1' } });
     t.ok(adhoc.isError && /target/.test(errorText(adhoc)), 'an ad-hoc host is refused with how to configure a target');
-    t.hasFields(await env(srv, 'ssh_remove', { machine: lab }), { status: 'removed', target: lab }, 'ssh_remove');
+    const typo = await srv.call('sandbox_env', { action: 'ssh_reconnect', params: { machine: lab, machnie: lab } });
+    t.ok(typo.isError && /ssh_reconnect has no parameter 'machnie': valid ones are machine/.test(errorText(typo)),
+      'an unknown parameter of a plugin action is refused by name', { text: errorText(typo) });
+    const none = await srv.call('sandbox_env', { action: 'ssh_remove', params: {} });
+    t.ok(none.isError && /ssh_remove needs params\.machine/.test(errorText(none)), 'a required parameter is asked for', { text: errorText(none) });
+    const dk = await srv.tool('create_sandbox', { backend: 'docker' });
+    trackSandbox(dk.sandbox_id);
+    const other = await srv.call('sandbox_env', { action: 'ssh_disconnect', params: { machine: dk.sandbox_id } });
+    t.ok(other.isError && /ssh_disconnect only works on ssh machines/.test(errorText(other)),
+      'an ssh action on another backend\'s machine is refused', { text: errorText(other) });
+    await srv.tool('kill_sandbox', { sandbox_id: dk.sandbox_id });
+    await srv.tool('sandbox_env', { action: 'default_set', params: { machine: name } });
+    // The actions are ssh.so's own: its help topic lists them, the core's help does not.
+    const sh = await env(srv, 'ssh_help');
+    t.deepEqual(sh.operations.map((o) => o.action).filter((a) => a.startsWith('ssh_')),
+      ['ssh_connect', 'ssh_disconnect', 'ssh_reconnect', 'ssh_remove'], 'ssh_help lists the plugin\'s four actions');
+    t.ok(!(await env(srv, 'help')).operations.some((o) => o.action.startsWith('ssh_')), 'the core\'s help names no ssh action');
+    t.hasFields(await env(srv, 'ssh_remove', { machine: lab }), { machine: lab, status: 'removed', target: 'default' },
+      'ssh_remove: its target is the SSH target, not the machine name');
   }
   return { sid, name, pid: mc.sandbox_id };
 }

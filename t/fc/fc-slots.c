@@ -2,18 +2,24 @@
  * fc-slots: drives every slot of fc.so's code (linked in, with a fake host
  * API) against the FC emulator, printing TAP.  t/e2e/t6006-fc-slots.mjs
  * starts the emulator, runs this under valgrind when it is installed, and
- * relays the TAP lines: the slots the MCP tools do not reach (streams, stat,
- * mkdir, remove, attach, list, keepalive) are covered here, and the plugin
- * is checked for leaks.
+ * relays the TAP lines: the slots the MCP tools do not reach (probe,
+ * streams, stat, remove, attach, list, keepalive) are covered here, and the
+ * plugin is checked for leaks.
  *
  * Environment: FCT_BASE_URL (the emulator), FCT_API_KEY.
  */
 #include "config.h"
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <sandgate/plugin.h>
@@ -26,14 +32,25 @@ extern const struct sg_backend sg_backend;
 
 /* ---- a fake host ------------------------------------------------------------- */
 
+/* What the next init() reads in place of the emulator's settings: another
+ * base_url, another key, no key, another workspace. */
+static struct {
+	const char *base_url, *api_key, *workspace;
+	bool no_key;
+} cfg;
+
 static const char *h_config_get(const char *section, const char *key)
 {
 	if (strcmp(section, "fc") != 0)
 		return NULL;
-	if (!strcmp(key, "base_url") || !strcmp(key, "sandbox_url"))
+	if (!strcmp(key, "base_url"))
+		return cfg.base_url ? cfg.base_url : getenv("FCT_BASE_URL");
+	if (!strcmp(key, "sandbox_url"))
 		return getenv("FCT_BASE_URL");
 	if (!strcmp(key, "api_key"))
-		return getenv("FCT_API_KEY");
+		return cfg.no_key ? NULL : cfg.api_key ? cfg.api_key : getenv("FCT_API_KEY");
+	if (!strcmp(key, "workspace"))
+		return cfg.workspace;
 	if (!strcmp(key, "keepalive_interval"))
 		return "0";
 	return NULL;
@@ -41,7 +58,30 @@ static const char *h_config_get(const char *section, const char *key)
 
 static const char *h_state_dir(void) { return "/tmp"; }
 
-static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
+/* machine_set with the limits plugin.h promises (the core's, which
+ * fakehost does not check), so fc's handling of a refusal is tested. */
+static int h_machine_set(struct sg_machine *m, enum sg_machine_field field, const char *fmt, ...)
+{
+	char *v;
+	va_list ap;
+	int n, r;
+
+	va_start(ap, fmt);
+	n = vasprintf(&v, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	if ((size_t)n > SG_MACHINE_FIELD_MAX || (field == SG_MACHINE_ID && n == 0)) {
+		free(v);
+		errno = n ? E2BIG : EINVAL;
+		return -1;
+	}
+	r = fakehost_machine_set(m, field, "%s", v);
+	free(v);
+	return r;
+}
+
+static struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
 
 /* ---- steps ------------------------------------------------------------------------ */
 
@@ -54,13 +94,10 @@ static void files(struct sg_machine *m)
 	struct sg_buf buf = { 0 };
 	struct sg_write_opts wo = { 0 };
 
-	ok(b->file_mkdir(m, "/home/user/d/e", false, NULL, &err) < 0 && err.code == SG_E_NOTFOUND,
-	   "mkdir without parents of a missing parent: not found (%s)", err.msg);
-	ok(b->file_mkdir(m, "/home/user/d/e", true, NULL, &err) == 0, "mkdir -p");
-	ok(b->file_mkdir(m, "/home/user/d/e", true, NULL, &err) == 0, "mkdir -p of an existing directory");
-	ok(b->file_mkdir(m, "/home/user/d/e", false, NULL, &err) < 0 && err.code == SG_E_EXISTS,
-	   "mkdir of an existing directory: exists (%s)", err.msg);
-	ok(b->file_write(m, "/home/user/d/e/f.txt", "hello", 5, &wo, NULL, &err) == 0, "write");
+	ok(b->file_stat(m, "/home/user/d", NULL, &st, &err) < 0 && err.code == SG_E_NOTFOUND,
+	   "stat of a missing path: not found (%s)", err.msg);
+	ok(b->file_write(m, "/home/user/d/e/f.txt", "hello", 5, &wo, NULL, &err) == 0,
+	   "write makes the missing parent directories");
 	ok(b->file_stat(m, "/home/user/d/e/f.txt", NULL, &st, &err) == 0 && st.type == SG_FT_FILE &&
 	   st.size == 5 && st.mode == 0644 && st.mtime > 1700000000, "stat: file, 5 bytes, 0644, mtime");
 	ok(b->file_stat(m, "/home/user/d", NULL, &st, &err) == 0 && st.type == SG_FT_DIR, "stat: dir");
@@ -92,7 +129,7 @@ static void execs(struct sg_machine *m)
 	struct sg_err err = { 0 };
 	struct sg_exec_result res = { 0 };
 	const char *argv[] = { "/bin/echo", "a  b", NULL };
-	const char *env[] = { "FOO=bar baz", NULL };
+	const char *env[] = { "FOO=create-time", "FOO=bar baz", NULL };
 	struct sg_exec_req rq = { .argv = argv, .env = env, .timeout_ms = 10000 };
 
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.out.len == 5 && !memcmp(res.out.data, "a  b\n", 5),
@@ -104,7 +141,8 @@ static void execs(struct sg_machine *m)
 	rq.command = "printf %s \"$FOO\"; head -c 100 /dev/zero >&2; exit 4";
 	rq.output_cap = 10;
 	ok(b->exec(m, &rq, NULL, &res, &err) == 0 && res.exit_code == 4 && res.err.len == 10 &&
-	   res.err_truncated && !res.out_truncated && res.out.len == 7, "exec: env, exit 4, stderr capped at 10");
+	   res.err_truncated && !res.out_truncated && res.out.len == 7 && !memcmp(res.out.data, "bar baz", 7),
+	   "exec: env (a later NAME= wins), exit 4, stderr capped at 10");
 	sg_buf_release(&res.out);
 	sg_buf_release(&res.err);
 }
@@ -171,6 +209,209 @@ static void code(struct sg_machine *m)
 	sg_buf_release(&res.err);
 	json_decref(res.results);
 	json_decref(res.error);
+
+	/* ref. 6: the environment goes to /execute as env_vars */
+	const char *env[] = { "FC_T=create-time", "FC_T=from env", NULL };
+
+	int r;
+
+	memset(&res, 0, sizeof(res));
+	rq.code = "import os\nprint(os.environ['FC_T'])";
+	rq.env = env;
+	r = b->run_code(m, &rq, NULL, &res, &err);
+	ok(r == 0 && res.out.len == 9 && !memcmp(res.out.data, "from env\n", 9),
+	   "run_code: env reaches the interpreter (%s)", r == 0 ? res.out.data : err.msg);
+	sg_buf_release(&res.out);
+	sg_buf_release(&res.err);
+	json_decref(res.results);
+	json_decref(res.error);
+}
+
+/* ---- probe ------------------------------------------------------------------------ */
+
+/* init() with cfg, probe within timeout_ms, fini(); *details (may be NULL)
+ * gets the details as JSON text (caller frees).  Returns probe's result. */
+static int probe_with(unsigned timeout_ms, struct sg_probe *pr, char **details,
+		      struct sg_err *err)
+{
+	void *priv = NULL;
+	int r;
+
+	memset(pr, 0, sizeof(*pr));
+	pr->preference = -1;
+	if (b->init(&host, &priv, err) < 0)
+		return -2;
+	r = b->probe(priv, timeout_ms, pr, err);
+	if (details)
+		*details = pr->details ? json_dumps(pr->details, JSON_SORT_KEYS) : NULL;
+	json_decref(pr->details);
+	b->fini(priv);
+	memset(&cfg, 0, sizeof(cfg));
+	return r;
+}
+
+/* A server on listening socket fd that answers every request 503 (which
+ * fc retries when it may) and counts the connections, until stop. */
+struct busy {
+	int fd, connections;
+	atomic_bool stop;
+};
+
+static void *busy_main(void *arg)
+{
+	static const char reply[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+				    "Content-Length: 25\r\nConnection: close\r\n\r\n"
+				    "{\"message\":\"maintenance\"}";
+	struct busy *bz = arg;
+	struct pollfd p = { .fd = bz->fd, .events = POLLIN };
+	char req[4096];
+
+	while (!atomic_load(&bz->stop)) {
+		int c;
+
+		if (poll(&p, 1, 50) <= 0 || (c = accept(bz->fd, NULL, NULL)) < 0)
+			continue;
+		bz->connections++;
+		if (read(c, req, sizeof(req)) > 0 && write(c, reply, sizeof(reply) - 1) < 0)
+			perror("busy server");
+		close(c);
+	}
+	return NULL;
+}
+
+/* A loopback TCP socket, listening (connections are queued, never
+ * answered) or closed (connections are refused); its URL in url. */
+static int loopback(bool listening, char *url, size_t size)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0 || (listening && listen(fd, 8) < 0)) {
+		printf("Bail out! loopback socket: %s\n", strerror(errno));
+		exit(1);
+	}
+	snprintf(url, size, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	if (!listening) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void probes(void)
+{
+	const char *key = getenv("FCT_API_KEY"), *base = getenv("FCT_BASE_URL");
+	struct sg_err err = { 0 };
+	struct sg_probe pr;
+	char *d = NULL, url[64], want[160];
+	struct busy bz = { 0 };
+	pthread_t th;
+	int fd;
+
+	ok(probe_with(5000, &pr, &d, &err) == 0 && pr.preference == 10, "probe: the emulator takes the key (%s)",
+	   err.msg);
+	snprintf(want, sizeof(want), "\"base_url\": \"%s\"", base);
+	ok(d && strstr(d, want) && strstr(d, "\"region\": \"cn-hangzhou\"") &&
+	   strstr(d, "\"default_template\": \"code-interpreter-v1\"") && strstr(d, "\"api_key_set\": true") &&
+	   !strstr(d, key), "probe details: base URL, region, template, key set, never the key: %s", d);
+	free(d);
+
+	cfg.no_key = true;
+	ok(probe_with(5000, &pr, &d, &err) < 0 && err.code == SG_E_INVAL && pr.preference == 10 &&
+	   strstr(err.msg, "[fc] api_key") && strstr(err.msg, "ABX_SANDBOX_API_KEY") &&
+	   d && strstr(d, "\"api_key_set\": false"), "probe without a key: says to set it (%s)", err.msg);
+	free(d);
+
+	cfg.api_key = "sk-wrong-key-0123456789";
+	ok(probe_with(5000, &pr, NULL, &err) < 0 && err.code == SG_E_INVAL &&
+	   strstr(err.msg, "refused the API key") && strstr(err.msg, "HTTP 401") &&
+	   !strstr(err.msg, "sk-wrong-key"), "probe with a wrong key: refused, the key not quoted (%s)",
+	   err.msg);
+
+	loopback(false, url, sizeof(url));
+	cfg.base_url = url;
+	snprintf(want, sizeof(want), "%s/sandboxes", url);
+	ok(probe_with(5000, &pr, NULL, &err) < 0 && err.code == SG_E_UNAVAILABLE && strstr(err.msg, want) &&
+	   strstr(err.msg, "onnect"), "probe of a closed port: unavailable, names the URL and why (%s)",
+	   err.msg);
+
+	fd = loopback(true, url, sizeof(url));
+	cfg.base_url = url;
+	snprintf(want, sizeof(want), "%s/sandboxes did not answer within 300 ms", url);
+	ok(probe_with(300, &pr, NULL, &err) < 0 && err.code == SG_E_UNAVAILABLE && strstr(err.msg, want),
+	   "probe of an endpoint that never answers: unavailable (%s)", err.msg);
+	close(fd);
+
+	/* within timeout_ms means one attempt: a 503 is not retried */
+	bz.fd = loopback(true, url, sizeof(url));
+	cfg.base_url = url;
+	if (pthread_create(&th, NULL, busy_main, &bz) != 0) {
+		printf("Bail out! pthread_create\n");
+		exit(1);
+	}
+	snprintf(want, sizeof(want), "%s/sandboxes answered HTTP 503 (maintenance)", url);
+	ok(probe_with(5000, &pr, NULL, &err) < 0 && err.code == SG_E_UNAVAILABLE && strstr(err.msg, want),
+	   "probe of a busy platform: unavailable, with its message (%s)", err.msg);
+	atomic_store(&bz.stop, true);
+	pthread_join(th, NULL);
+	close(bz.fd);
+	ok(bz.connections == 1, "probe asked once, no retry (%d connections)", bz.connections);
+}
+
+/* ---- lifecycle --------------------------------------------------------------------- */
+
+/* The string at key in o, or "". */
+static const char *str_at(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+/* The entry of id in a machine_list answer, or NULL. */
+static json_t *listed(json_t *list, const char *id)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(list, i, e)
+		if (!strcmp(str_at(e, "id"), id))
+			return e;
+	return NULL;
+}
+
+/* A workspace the core refuses (longer than SG_MACHINE_FIELD_MAX): create
+ * fails naming the key, and the sandbox made for it is not left behind. */
+static void refused_strings(const struct sg_create_req *cr)
+{
+	static char ws[SG_MACHINE_FIELD_MAX + 16];
+	struct sg_err err = { 0 };
+	struct sg_machine m;
+	json_t *before = NULL, *after = NULL;
+	void *priv = NULL;
+
+	memset(ws, 'w', sizeof(ws) - 1);
+	ws[0] = '/';
+	cfg.workspace = ws;
+	if (b->init(&host, &priv, &err) < 0) {
+		ok(0, "init with a long workspace: %s", err.msg);
+		return;
+	}
+	b->machine_list(priv, NULL, &before, &err);
+	fakehost_machine(&m, b, priv);
+	ok(b->machine_create(priv, cr, NULL, &m, &err) < 0 && err.code == SG_E_INVAL &&
+	   !strncmp(err.msg, "fc: [fc] workspace is longer than 4096 bytes: set a shorter path", 64) &&
+	   !m.handle, "create with a workspace machine_set refuses: fails naming it");
+	b->machine_list(priv, NULL, &after, &err);
+	ok(before && after && json_array_size(after) == json_array_size(before),
+	   "the sandbox made for it was killed (%zu before, %zu after)", json_array_size(before),
+	   json_array_size(after));
+	json_decref(before);
+	json_decref(after);
+	b->fini(priv);
+	memset(&cfg, 0, sizeof(cfg));
 }
 
 int main(void)
@@ -178,11 +419,17 @@ int main(void)
 	struct sg_err err = { 0 };
 	struct sg_machine m, m2;
 	struct sg_create_req cr = { .lifetime_s = 60, .owner = "testhost:1:2", .session_hash = "abcdef0123456789" };
-	struct sg_machine_entry *list = NULL;
-	size_t n = 0;
+	const char *base = getenv("FCT_BASE_URL");
+	json_t *list = NULL, *e;
 	void *priv = NULL;
-	bool found = false;
 
+	if (!base || !getenv("FCT_API_KEY")) {
+		printf("Bail out! FCT_BASE_URL and FCT_API_KEY must name the FC emulator\n");
+		return 1;
+	}
+	host.machine_set = h_machine_set;
+	probes();
+	refused_strings(&cr);
 	if (b->init(&host, &priv, &err) < 0) {
 		printf("Bail out! init: %s\n", err.msg);
 		return 1;
@@ -192,20 +439,28 @@ int main(void)
 		printf("Bail out! create: %s\n", err.msg);
 		return 1;
 	}
-	ok(strncmp(m.id, "sbx-", 4) == 0 && strcmp(m.workspace, "/home/user") == 0, "create: %s", m.id);
-	ok(b->machine_list(priv, NULL, &list, &n, &err) == 0, "list");
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(list[i].id, m.id))
-			found = !strcmp(list[i].owner, "testhost:1:2") && !strcmp(list[i].session_hash, "abcdef0123456789") &&
-				list[i].lifetime_s == 60 && list[i].running && !list[i].persistent && list[i].created > 0;
-	free(list);
-	ok(found, "list: the sandbox with its owner, session, lifetime and creation time");
+	ok(strncmp(m.id, "sbx-", 4) == 0 && strcmp(m.workspace, "/home/user") == 0 &&
+	   strcmp(m.url, base) == 0 && strcmp(m.template_name, "code-interpreter-v1") == 0,
+	   "create sets id, workspace, url and template: %s %s %s %s", m.id, m.workspace, m.url,
+	   m.template_name);
+	ok(b->machine_list(priv, NULL, &list, &err) == 0 && json_is_array(list), "list (%s)", err.msg);
+	e = listed(list, m.id);
+	ok(e && json_object_size(e) == 5 &&
+	   !strcmp(str_at(e, "owner"), "testhost:1:2") &&
+	   json_is_false(json_object_get(e, "persistent")) &&
+	   json_integer_value(json_object_get(e, "created")) > 1700000000 &&
+	   json_integer_value(json_object_get(e, "lifetime")) > 0,
+	   "list: the sandbox as {id, owner, persistent: false, created, lifetime}");
+	json_decref(list);
 	fakehost_machine(&m2, b, priv);
-	ok(b->machine_attach(priv, m.id, NULL, &m2, &err) == 0 && !strcmp(m2.id, m.id), "attach by id");
+	ok(b->machine_attach(priv, m.id, NULL, NULL, &m2, &err) == 0 && !strcmp(m2.id, m.id) &&
+	   !strcmp(m2.workspace, "/home/user") && !strcmp(m2.url, base) &&
+	   !strcmp(m2.template_name, "code-interpreter-v1") && fakehost_kept(&m2) == NULL,
+	   "attach by id: id, workspace, url and template set, nothing kept");
 	b->machine_release(&m2);
 	fakehost_machine(&m2, b, priv);
-	ok(b->machine_attach(priv, "sbx-nope", NULL, &m2, &err) < 0 && err.code == SG_E_NOTFOUND,
-	   "attach of an unknown id: not found");
+	ok(b->machine_attach(priv, "sbx-nope", NULL, NULL, &m2, &err) < 0 && err.code == SG_E_NOTFOUND &&
+	   !m2.handle, "attach of an unknown id: not found (%s)", err.msg);
 	ok(b->machine_keepalive(&m, 60, &err) == 0 && b->machine_keepalive(&m, 60, &err) == 0, "keepalive queues");
 	files(&m);
 	execs(&m);

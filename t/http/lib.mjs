@@ -66,7 +66,7 @@ function checkSanitizer(h) {
 export async function startHttp(opts = {}) {
   const set = { port: 0, ...(opts.set ?? {}) };
   if (opts.fixtures) set.conformance_fixtures = 'true';
-  const args = [];
+  const args = [...(opts.args ?? [])];
   for (const [k, v] of Object.entries(set)) args.push('--set', `${k.includes('.') ? k : `server.${k}`}=${v}`);
   args.push('http');
   seq++;

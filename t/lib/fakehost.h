@@ -32,13 +32,28 @@ void fakehost_progress(struct sg_call *c, double p, double t, const char *m);
 void fakehost_notify(struct sg_call *c, enum sg_log_level l, const char *fmt, ...)
 	SG_PRINTF(3, 4);
 
+/* The machine strings and kept JSON of machines bound with
+ * fakehost_machine() (freed by fakehost_done()); no machine registry. */
+int fakehost_machine_set(struct sg_machine *m, enum sg_machine_field field, const char *fmt, ...)
+	SG_PRINTF(3, 4);
+int fakehost_machine_keep(struct sg_machine *m, const json_t *data);
+/* What the plugin kept for m, or NULL.  Borrowed. */
+const json_t *fakehost_kept(const struct sg_machine *m);
+int fakehost_machine_create(struct sg_call *call, const struct sg_backend *self,
+			    const struct sg_create_req *req, const char *purpose, json_t **result,
+			    struct sg_err *err);
+int fakehost_machine_remove(struct sg_call *call, struct sg_machine *m, struct sg_err *err);
+void fakehost_shells_close(struct sg_machine *m);
+/* "0123456789abcdef" for any call. */
+const char *fakehost_call_credential(const struct sg_call *call);
+
 /* Prints one TAP line, "ok N - ..." or "not ok N - ...". */
 void fakehost_ok(int cond, const char *fmt, ...) SG_PRINTF(2, 3);
 /* Prints the TAP plan ("1..N", at the end); returns the exit status: 1
  * when a line was "not ok", else 0. */
 int fakehost_done(void);
-/* Zeroes m and binds it to backend b and its init() state priv, as the
- * core does before machine_create or machine_attach. */
+/* Zeroes m (every string "") and binds it to backend b and its init()
+ * state priv, as the core does before machine_create or machine_attach. */
 void fakehost_machine(struct sg_machine *m, const struct sg_backend *b, void *priv);
 
 #define FAKEHOST_API(log_fn, config_get_fn, state_dir_fn) { \
@@ -48,6 +63,9 @@ void fakehost_machine(struct sg_machine *m, const struct sg_backend *b, void *pr
 	.buf_release = sg_buf_release, .cancelled = fakehost_cancelled, \
 	.cancel_fd = fakehost_cancel_fd, .progress = fakehost_progress, \
 	.notify = fakehost_notify, .state_dir = (state_dir_fn), \
+	.machine_set = fakehost_machine_set, .machine_keep = fakehost_machine_keep, \
+	.machine_create = fakehost_machine_create, .machine_remove = fakehost_machine_remove, \
+	.shells_close = fakehost_shells_close, .call_credential = fakehost_call_credential, \
 }
 
 #endif /* SG_T_FAKEHOST_H */

@@ -100,7 +100,8 @@ static const char *str(const struct sg_buf *b)
 static void step_exec(struct sg_machine *m)
 {
 	const char *argv[] = { "printf", "%s|%s|%s", "a b", "it's", "\\x", NULL };
-	const char *env[] = { "SG_ACCEPTED_A=accepted", "PLAIN=refused by AcceptEnv", NULL };
+	/* As the core passes them: the machine's create-time variables first. */
+	const char *env[] = { "MENV=from create", "SG_ACCEPTED_A=accepted", "PLAIN=refused by AcceptEnv", NULL };
 	const char *missing[] = { "sg-no-such-program", "x", NULL };
 	struct sg_exec_result res;
 	struct sg_err err = { 0 };
@@ -116,7 +117,7 @@ static void step_exec(struct sg_machine *m)
 	res_free(&res);
 	rc = run(m, "printf '%s/%s/%s' \"$SG_ACCEPTED_A\" \"$PLAIN\" \"$MENV\"", NULL, env, 0, 0, &res, &err);
 	ok(rc == 0 && !strcmp(str(&res.out), "accepted/refused by AcceptEnv/from create"),
-	   "exec env: setenv, the env(1) fallback and the machine's create env ('%s')", str(&res.out));
+	   "exec env: setenv, the env(1) fallback and the machine's create env first ('%s')", str(&res.out));
 	res_free(&res);
 	rc = run(m, "sleep 5; echo late", NULL, NULL, 700, 0, &res, &err);
 	ok(rc == 0 && res.timed_out && !strcmp(str(&res.out), ""), "exec timeout: success with timed_out");
@@ -263,7 +264,7 @@ static void step_files(struct sg_machine *m)
 	struct sg_stat st;
 	struct sg_err err = { 0 };
 	json_t *list = NULL;
-	char path[SG_PATH_MAX + 32];
+	char path[4096];
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/d1/d2/f.txt", m->workspace);
@@ -286,10 +287,12 @@ static void step_files(struct sg_machine *m)
 	   !strcmp(json_string_value(json_object_get(json_array_get(list, 0), "type")), "dir"),
 	   "file_list: one directory entry");
 	json_decref(list);
+	snprintf(path, sizeof(path), "%s/m1/m2/m3/x", m->workspace);
+	ok(sg_backend.file_write(m, path, "x", 1, NULL, NULL, &err) == 0 &&
+	   sg_backend.file_remove(m, path, false, NULL, &err) == 0, "file_remove of a file");
+	ok(sg_backend.file_remove(m, path, false, NULL, &err) < 0 && err.code == SG_E_NOTFOUND,
+	   "file_remove of a missing file: SG_E_NOTFOUND");
 	snprintf(path, sizeof(path), "%s/m1/m2/m3", m->workspace);
-	ok(sg_backend.file_mkdir(m, path, true, NULL, &err) == 0, "file_mkdir parents");
-	ok(sg_backend.file_mkdir(m, path, false, NULL, &err) < 0 && err.code == SG_E_EXISTS,
-	   "file_mkdir of an existing directory: SG_E_EXISTS");
 	ok(sg_backend.file_stat(m, path, NULL, &st, &err) == 0 && st.type == SG_FT_DIR, "file_stat: dir");
 	ok(sg_backend.file_remove(m, path, false, NULL, &err) == 0, "file_remove of an empty directory");
 	snprintf(path, sizeof(path), "%s/d1", m->workspace);
@@ -306,31 +309,36 @@ static void step_files(struct sg_machine *m)
 static void step_attach_list(struct sg_machine *m)
 {
 	struct sg_machine a;
-	struct sg_machine_entry *e = NULL;
 	struct sg_exec_result res;
 	struct sg_err err = { 0 };
-	size_t n = 0;
+	json_t *list = NULL, *e;
+	size_t i;
 	bool found = false;
 
 	fakehost_machine(&a, &sg_backend, priv);
-	ok(sg_backend.machine_attach(priv, m->id, NULL, &a, &err) == 0 && !strcmp(a.workspace, m->workspace),
-	   "machine_attach rebinds the id to the same directory (%s)", err.msg);
+	ok(sg_backend.machine_attach(priv, m->id, NULL, NULL, &a, &err) == 0 && !strcmp(a.workspace, m->workspace) &&
+	   !strcmp(a.id, m->id) && !strcmp(a.url, m->url) && !strcmp(a.template_name, "default"),
+	   "machine_attach rebinds the id to the same directory, address and target (%s)", err.msg);
+	ok(fakehost_kept(&a) == NULL, "... from its own state file: nothing is kept in the core's record");
 	if (a.handle) {
-		ok(run(&a, "pwd; printf %s \"$MENV\"", NULL, NULL, 0, 0, &res, &err) == 0, "exec on the attached machine");
-		ok(res.out.data && !strncmp(res.out.data, a.workspace, strlen(a.workspace)) &&
-		   strstr(res.out.data, "from create"), "... in its workspace, with its create env");
+		ok(run(&a, "pwd", NULL, NULL, 0, 0, &res, &err) == 0, "exec on the attached machine");
+		ok(res.out.data && !strncmp(res.out.data, a.workspace, strlen(a.workspace)), "... in its workspace");
 		res_free(&res);
 		sg_backend.machine_release(&a);
 	}
 	fakehost_machine(&a, &sg_backend, priv);
-	ok(sg_backend.machine_attach(priv, "ssh-default-000000000000", NULL, &a, &err) < 0 &&
+	ok(sg_backend.machine_attach(priv, "ssh-default-000000000000", NULL, NULL, &a, &err) < 0 &&
 	   err.code == SG_E_NOTFOUND, "machine_attach of an unknown id: SG_E_NOTFOUND");
-	ok(sg_backend.machine_list(priv, NULL, &e, &n, &err) == 0, "machine_list");
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(e[i].id, m->id) && !strcmp(e[i].owner, "host:1:2") && e[i].lifetime_s == 60)
+	ok(sg_backend.machine_list(priv, NULL, &list, &err) == 0 && json_is_array(list), "machine_list");
+	json_array_foreach(list, i, e)
+		if (!strcmp(json_string_value(json_object_get(e, "id")), m->id) &&
+		    !strcmp(json_string_value(json_object_get(e, "owner")), "host:1:2") &&
+		    json_integer_value(json_object_get(e, "lifetime")) == 60 &&
+		    json_integer_value(json_object_get(e, "created")) > 1700000000 &&
+		    json_is_false(json_object_get(e, "persistent")))
 			found = true;
-	ok(found, "machine_list has the sandbox with its owner and lifetime");
-	free(e);
+	ok(found, "machine_list has the sandbox with its owner, creation time and lifetime");
+	json_decref(list);
 }
 
 static void step_targets(void)
@@ -367,13 +375,12 @@ static void step_targets(void)
 
 int main(void)
 {
-	const char *env[] = { "MENV=from create", NULL };
-	struct sg_create_req req = { .owner = "host:1:2", .session_hash = "abcd", .lifetime_s = 60, .env = env };
+	struct sg_create_req req = { .owner = "host:1:2", .session_hash = "abcd", .lifetime_s = 60 };
 	struct sg_machine m;
 	struct sg_exec_result res;
 	struct sg_err err = { 0 };
 	struct stat sb;
-	char ws[SG_PATH_MAX];
+	char ws[4096];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (sg_backend.init(&host, &priv, &err) < 0) {

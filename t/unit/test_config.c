@@ -280,7 +280,7 @@ static void test_set_override_parsing(void **state)
 	assert_int_equal(sg_config_set_override("demo.host", &err), -1);
 	assert_int_equal(err.code, SG_E_INVAL);
 	assert_string_equal(err.msg,
-			    "--set 'demo.host': expected SECTION.KEY=VALUE, e.g. --set docker.host=unix:///run/docker.sock");
+			    "--set 'demo.host': expected SECTION.KEY=VALUE, e.g. --set log.level=debug");
 	assert_int_equal(sg_config_set_override("nodot=1", &err), -1);
 	assert_int_equal(err.code, SG_E_INVAL);
 	assert_string_equal(err.msg,
@@ -321,7 +321,7 @@ static void test_ssh_target_sections(void **state)
 	unsetenv("SANDGATE_SSH__TARGET__LAB_PORT");
 	/* And a target without a key is a usage error, not a warning. */
 	assert_int_equal(sg_config_set_override("ssh.target.=x", &err), -1);
-	assert_string_equal(err.msg, "--set 'ssh.target.=x': expected ssh.target.NAME.KEY=VALUE");
+	assert_string_equal(err.msg, "--set 'ssh.target.=x': expected SECTION.KEY=VALUE, e.g. --set log.level=debug");
 }
 
 static void test_file_lines(void **state)

@@ -4,6 +4,7 @@
 // 2.  Node's own modules only; it must run on Node 18 (Debian 12).
 'use strict';
 const fs = require('fs');
+const net = require('net');
 const path = require('path');
 const url = require('url');
 const util = require('util');
@@ -168,7 +169,8 @@ async function call(source, richCap) {
 // Each request: a line `exec <bytes> <rich cap>`, then the code.
 function serve() {
   let buf = Buffer.alloc(0), want = null, queue = Promise.resolve();
-  const input = fs.createReadStream(null, { fd: REQ, highWaterMark: 65536 });
+  // A socket on the pipe reads it from the event loop (no thread pool hop).
+  const input = new net.Socket({ fd: REQ, readable: true, writable: false });
   input.on('data', chunk => {
     buf = Buffer.concat([buf, chunk]);
     for (;;) {

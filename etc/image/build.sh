@@ -8,7 +8,7 @@ set -eu
 image=${1:-sandgate/base:1}
 suite=${SG_IMAGE_SUITE:-bookworm}
 mirror=${SG_IMAGE_MIRROR:-http://deb.debian.org/debian}
-packages=bash,python3,nodejs,ripgrep,procps,ca-certificates
+packages=bash,python3,python3-matplotlib,python3-numpy,nodejs,ripgrep,procps,ca-certificates
 recipe=$(cat "$0" | sha256sum | cut -c1-16)
 
 have=$(docker image inspect -f '{{ index .Config.Labels "org.sandgate.recipe" }}' "$image" 2>/dev/null || true)

@@ -207,6 +207,23 @@ static void rn_prefix_text(struct rn_conn *c, char *out, size_t size)
 
 /* Each returns 0, or -1 with c->why-to-be in *why. */
 
+/* Appends a capability name to h->caps; names that do not fit are left out
+ * (a runner of the future may know more than sandgate asks for). */
+static int rn_add_cap(struct rn_hello *h, const struct rn_field *f)
+{
+	size_t have = strlen(h->caps);
+
+	if (f->len == 0 || memchr(f->val, '\0', f->len) || memchr(f->val, ' ', f->len))
+		return -1;
+	if (have + 1 + f->len >= sizeof(h->caps))
+		return 0;
+	if (have)
+		h->caps[have++] = ' ';
+	memcpy(h->caps + have, f->val, f->len);
+	h->caps[have + f->len] = '\0';
+	return 0;
+}
+
 static int rn_on_hello(struct rn_conn *c, const unsigned char *p, size_t len,
 		       char *why, size_t size)
 {
@@ -226,6 +243,8 @@ static int rn_on_hello(struct rn_conn *c, const unsigned char *p, size_t len,
 			bad |= rn_field_u32(&f, &pid);
 		else if (f.tag == RN_F_ARCH)
 			bad |= rn_field_str(&f, h.arch, sizeof(h.arch));
+		else if (f.tag == RN_F_CAPABILITY)
+			bad |= rn_add_cap(&h, &f);
 	}
 	if (rc < 0 || bad)
 		return snprintf(why, size, "malformed HELLO"), -1;
@@ -302,6 +321,17 @@ static int rn_on_data(struct rn_req *r, int chan, const unsigned char *p, size_t
 	return 0;
 }
 
+/* A text field into out[size], cut to fit, NULs and controls as spaces:
+ * the runner's own words, never worth a broken connection. */
+static void rn_field_text(const struct rn_field *f, char *out, size_t size)
+{
+	size_t n = f->len < size - 1 ? f->len : size - 1;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = f->val[i] < 0x20 ? ' ' : (char)f->val[i];
+	out[n] = '\0';
+}
+
 static int rn_on_exit(struct rn_req *r, const unsigned char *p, size_t len,
 		      char *why, size_t size)
 {
@@ -313,6 +343,11 @@ static int rn_on_exit(struct rn_req *r, const unsigned char *p, size_t len,
 
 	rn_iter_init(&it, p, len);
 	while ((rc = rn_iter_next(&it, &f)) > 0) {
+		if (f.tag == RN_F_RESTARTED || f.tag == RN_F_DIED) {
+			rn_field_text(&f, f.tag == RN_F_DIED ? ex.died : ex.restarted,
+				      sizeof(ex.died));
+			continue;
+		}
 		if (f.tag < RN_F_CODE || f.tag > RN_F_STAGE)
 			continue;
 		if (rn_field_u32(&f, &v) < 0) {
@@ -388,6 +423,7 @@ static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 	case RN_R_STDOUT:
 	case RN_R_STDERR:
 	case RN_R_STATUS:
+	case RN_R_KEVENT:
 		rc = rn_on_data(r, h->type, p, h->len, why, size);
 		break;
 	case RN_R_PONG:
@@ -662,6 +698,22 @@ void rn_conn_hello(struct rn_conn *c, struct rn_hello *h)
 	pthread_mutex_unlock(&c->lock);
 }
 
+bool rn_conn_has_cap(struct rn_conn *c, const char *name)
+{
+	size_t n = strlen(name);
+	bool has = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (const char *p = c->h.caps; *p && !has;) {
+		size_t len = strcspn(p, " ");
+
+		has = len == n && strncmp(p, name, n) == 0;
+		p += len + (p[len] ? 1 : 0);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return has;
+}
+
 /* ---- requests ------------------------------------------------------------------------ */
 
 /* A new request in the table: refs = table + caller.  NULL when the
@@ -737,12 +789,32 @@ static void rn_spawn_fields(struct rn_buf *b, const struct rn_spawn *sp)
 		rn_put_u32(b, RN_F_STATUS_FD, (uint32_t)sp->status_fd);
 }
 
+int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+	       struct rn_req **out, char *why, size_t size)
+{
+	struct rn_req *r;
+
+	*out = NULL;
+	if (len > RN_MAX_PAYLOAD)
+		return snprintf(why, size, "the request takes more than %u bytes",
+				RN_MAX_PAYLOAD), 1;
+	r = rn_req_new(c, false, why, size);
+	if (!r)
+		return -1;
+	if (rn_write_frame(c, type, r->id, payload, len) < 0) {
+		rn_conn_alive(c, why, size);
+		rn_req_abort(r);
+		return -1;
+	}
+	*out = r;
+	return 0;
+}
+
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 	     char *why, size_t size)
 {
 	struct rn_buf b = { 0 };
-	struct rn_req *r;
-	int rc = -1;
+	int rc;
 
 	*out = NULL;
 	rn_spawn_fields(&b, sp);
@@ -752,17 +824,7 @@ int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 			 "%u bytes", RN_MAX_PAYLOAD);
 		return 1;
 	}
-	r = rn_req_new(c, false, why, size);
-	if (!r)
-		goto out;
-	if (rn_write_frame(c, RN_SPAWN, r->id, b.data, b.len) < 0) {
-		rn_conn_alive(c, why, size);
-		rn_req_abort(r);
-		goto out;
-	}
-	*out = r;
-	rc = 0;
-out:
+	rc = rn_request(c, RN_SPAWN, b.data, b.len, out, why, size);
 	rn_buf_free(&b);
 	return rc;
 }

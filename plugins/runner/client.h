@@ -62,6 +62,7 @@ struct rn_hello {
 	char build_id[RN_BUILD_ID_LEN + 1];
 	long pid;
 	char arch[32];
+	char caps[256];    /* its capabilities, space-separated ("kernel ...") */
 };
 
 /* Starts the reader, sends HELLO and waits for the runner's.  The transport
@@ -83,6 +84,9 @@ void rn_conn_put(struct rn_conn *c);
 /* True while the connection works; else why (may be NULL) says what ended it. */
 bool rn_conn_alive(struct rn_conn *c, char *why, size_t size);
 void rn_conn_hello(struct rn_conn *c, struct rn_hello *h);
+/* True when the runner announced capability `name` (RN_CAP_*) in its HELLO.
+ * A runner without it answers that request type with ERROR. */
+bool rn_conn_has_cap(struct rn_conn *c, const char *name);
 
 /* ---- requests ---------------------------------------------------------------- */
 
@@ -110,6 +114,8 @@ struct rn_exit {
 	unsigned flags;    /* RN_EXIT_* */
 	int spawn_errno;   /* the command did not start: errno, 0 when it did */
 	int spawn_stage;   /* enum rn_stage */
+	char restarted[200]; /* KEXEC: the kernel was restarted for this call, why; or "" */
+	char died[200];      /* KEXEC: the kernel ended during this call, why; or "" */
 };
 
 /* Sends SPAWN.  Returns 0 and the caller's reference in *out; -1 with why
@@ -118,13 +124,21 @@ struct rn_exit {
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 	     char *why, size_t size);
 
+/* Sends a request of another type (RN_KEXEC: kernel_client.c builds it)
+ * with a new id; its answers are handled as a SPAWN's, KEVENT lines being
+ * data on channel RN_R_KEVENT.  Returns 0 and the caller's reference in
+ * *out, -1 with why when the connection is dead, 1 when the payload does not
+ * fit in a frame. */
+int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+	       struct rn_req **out, char *why, size_t size);
+
 /* Waits up to timeout_ms (< 0: forever) for news on r, or for extra_fd (a
  * cancellation fd, -1: none) to become readable.  Returns 1 for news, 2 for
  * extra_fd, 0 at the timeout. */
 int rn_req_wait(struct rn_req *r, int timeout_ms, int extra_fd);
 
-/* Called for each piece of data, in order: chan is RN_R_STDOUT, RN_R_STDERR
- * or RN_R_STATUS.  Runs with the request locked: be quick. */
+/* Called for each piece of data, in order: chan is RN_R_STDOUT, RN_R_STDERR,
+ * RN_R_STATUS or RN_R_KEVENT (one whole event line).  Runs with the request locked: be quick. */
 typedef void rn_data_fn(int chan, const void *p, size_t n, void *ud);
 
 /* Hands over everything that arrived, then reports the state (exit/why

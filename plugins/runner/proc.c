@@ -66,7 +66,7 @@ static void spawn_req_free(struct spawn_req *q)
 }
 
 /* A field's text as a new string; NULL when it holds a NUL or on ENOMEM. */
-static char *field_dup(const struct rn_field *f)
+char *rn_field_dup(const struct rn_field *f)
 {
 	char *s;
 
@@ -89,7 +89,7 @@ static int vec_add(char ***v, size_t *n, const struct rn_field *f)
 	if (!nv)
 		return -1;
 	*v = nv;
-	s = field_dup(f);
+	s = rn_field_dup(f);
 	if (!s)
 		return -1;
 	nv[(*n)++] = s;
@@ -102,10 +102,10 @@ static int spawn_field(struct spawn_req *q, const struct rn_field *f)
 	switch (f->tag) {
 	case RN_F_COMMAND:
 		free(q->command);
-		return (q->command = field_dup(f)) ? 0 : -1;
+		return (q->command = rn_field_dup(f)) ? 0 : -1;
 	case RN_F_CWD:
 		free(q->cwd);
-		return (q->cwd = field_dup(f)) ? 0 : -1;
+		return (q->cwd = rn_field_dup(f)) ? 0 : -1;
 	case RN_F_ARG:
 		return vec_add(&q->argv, &q->argc, f);
 	case RN_F_ENV:
@@ -159,30 +159,28 @@ static int spawn_parse(struct spawn_req *q, const unsigned char *payload, size_t
 	return 0;
 }
 
-/* The runner's environment with q's entries set over it.  The vector is
- * malloc'd (the caller frees it, not the strings, which are borrowed). */
-static char **spawn_envp(const struct spawn_req *q)
+char **rn_envp(char *const *env, size_t envc)
 {
 	size_t n = 0, k = 0;
 	char **envp;
 
 	while (environ && environ[n])
 		n++;
-	envp = calloc(n + q->envc + 1, sizeof(*envp));
+	envp = calloc(n + envc + 1, sizeof(*envp));
 	if (!envp)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		size_t klen = strcspn(environ[i], "=");
 		bool replaced = false;
 
-		for (size_t j = 0; j < q->envc && !replaced; j++)
-			replaced = strncmp(q->env[j], environ[i], klen) == 0 &&
-				   q->env[j][klen] == '=';
+		for (size_t j = 0; j < envc && !replaced; j++)
+			replaced = strncmp(env[j], environ[i], klen) == 0 &&
+				   env[j][klen] == '=';
 		if (!replaced)
 			envp[k++] = environ[i];
 	}
-	for (size_t j = 0; j < q->envc; j++)
-		envp[k++] = q->env[j];
+	for (size_t j = 0; j < envc; j++)
+		envp[k++] = env[j];
 	envp[k] = NULL;
 	return envp;
 }
@@ -204,7 +202,7 @@ static enum rn_fault spawn_fault(const struct runner *r, const struct spawn_req 
 
 /* ---- the child ------------------------------------------------------------------------ */
 
-static void child_fail(int ep, uint32_t stage)
+void rn_child_fail(int ep, uint32_t stage)
 {
 	unsigned char msg[8];
 	ssize_t w;
@@ -217,7 +215,7 @@ static void child_fail(int ep, uint32_t stage)
 }
 
 /* Moves fd above every target number, so no dup2() below clobbers it. */
-static int child_lift(int fd)
+int rn_child_lift(int fd)
 {
 	return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, PROC_HIGH_FD);
 }
@@ -238,27 +236,27 @@ static void child_exec(const struct spawn_req *q, char **envp, struct child_fds 
 	/* A runner killed outright takes its commands' leaders with it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	in = c.in >= 0 ? c.in : open("/dev/null", O_RDONLY | O_CLOEXEC);
-	in = child_lift(in);
-	c.out = child_lift(c.out);
-	c.err = child_lift(c.err >= 0 ? c.err : c.out);
-	c.status = child_lift(c.status);
+	in = rn_child_lift(in);
+	c.out = rn_child_lift(c.out);
+	c.err = rn_child_lift(c.err >= 0 ? c.err : c.out);
+	c.status = rn_child_lift(c.status);
 	if (in < 0 || c.out < 0 || c.err < 0 ||
 	    dup2(in, 0) < 0 || dup2(c.out, 1) < 0 || dup2(c.err, 2) < 0 ||
 	    (c.status >= 0 && dup2(c.status, (int)q->status_fd) < 0))
-		child_fail(c.ep, RN_STAGE_SETUP);
+		rn_child_fail(c.ep, RN_STAGE_SETUP);
 	if (q->cwd && *q->cwd && chdir(q->cwd) < 0)
-		child_fail(c.ep, RN_STAGE_CHDIR);
+		rn_child_fail(c.ep, RN_STAGE_CHDIR);
 	if (q->command) {
 		execve("/bin/sh", shell_argv, envp);
 	} else {
 		execvpe(q->argv[0], q->argv, envp);
 	}
-	child_fail(c.ep, RN_STAGE_EXEC);
+	rn_child_fail(c.ep, RN_STAGE_EXEC);
 }
 
 /* ---- spawning ------------------------------------------------------------------------ */
 
-static void close_fd(int *fd)
+void rn_close_fd(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
@@ -266,14 +264,14 @@ static void close_fd(int *fd)
 }
 
 /* A pipe whose runner end (read end unless `write_end`) is non-blocking. */
-static int make_pipe(int fds[2], bool runner_writes)
+int rn_make_pipe(int fds[2], bool runner_writes)
 {
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -1;
 	return fcntl(fds[runner_writes ? 1 : 0], F_SETFL, O_NONBLOCK);
 }
 
-static void send_spawn_error(struct runner *r, uint32_t id, uint32_t stage, int err)
+void rn_send_spawn_error(struct runner *r, uint32_t id, uint32_t stage, int err)
 {
 	struct rn_buf b = { 0 };
 	/* Like a shell: 126 found but not runnable, 127 not found or no start. */
@@ -308,24 +306,24 @@ static int spawn_pipes(const struct spawn_req *q, struct proc *p, struct child_f
 {
 	int fds[2];
 
-	if (make_pipe(fds, false) < 0)
+	if (rn_make_pipe(fds, false) < 0)
 		return -1;
 	p->fd_out = fds[0];
 	c->out = fds[1];
 	if (!(q->mode & RN_MODE_MERGE)) {
-		if (make_pipe(fds, false) < 0)
+		if (rn_make_pipe(fds, false) < 0)
 			return -1;
 		p->fd_err = fds[0];
 		c->err = fds[1];
 	}
 	if (q->mode & RN_MODE_STATUS) {
-		if (make_pipe(fds, false) < 0)
+		if (rn_make_pipe(fds, false) < 0)
 			return -1;
 		p->fd_status = fds[0];
 		c->status = fds[1];
 	}
 	if (q->mode & RN_MODE_STDIN) {
-		if (make_pipe(fds, true) < 0)
+		if (rn_make_pipe(fds, true) < 0)
 			return -1;
 		p->fd_in = fds[1];
 		c->in = fds[0];
@@ -338,23 +336,23 @@ static int spawn_pipes(const struct spawn_req *q, struct proc *p, struct child_f
 
 static void child_fds_close(struct child_fds *c)
 {
-	close_fd(&c->in);
-	close_fd(&c->out);
-	close_fd(&c->err);
-	close_fd(&c->status);
-	close_fd(&c->ep);
+	rn_close_fd(&c->in);
+	rn_close_fd(&c->out);
+	rn_close_fd(&c->err);
+	rn_close_fd(&c->status);
+	rn_close_fd(&c->ep);
 }
 
 static void proc_close_fds(struct proc *p)
 {
-	close_fd(&p->fd_out);
-	close_fd(&p->fd_err);
-	close_fd(&p->fd_status);
-	close_fd(&p->fd_in);
+	rn_close_fd(&p->fd_out);
+	rn_close_fd(&p->fd_err);
+	rn_close_fd(&p->fd_status);
+	rn_close_fd(&p->fd_in);
 }
 
 /* Reads the error pipe: 0 when the child exec'd, else fills stage/err. */
-static int spawn_wait_exec(int ep, pid_t pid, uint32_t *stage, int *err)
+int rn_wait_exec(int ep, pid_t pid, uint32_t *stage, int *err)
 {
 	unsigned char msg[8];
 	ssize_t n;
@@ -398,12 +396,12 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 		rn_send_error(r, id, "%s", why);
 		goto out;
 	}
-	if (id == 0 || proc_find(r, id)) {
+	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id)) {
 		rn_send_error(r, id, "request id %u is 0 or already running", id);
 		goto out;
 	}
 	p = proc_new(id, &q);
-	envp = spawn_envp(&q);
+	envp = rn_envp(q.env, q.envc);
 	if (!p || !envp || (ep = spawn_pipes(&q, p, &c)) < 0) {
 		err = errno;
 		goto fail;
@@ -421,7 +419,7 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 	/* Also here, so a KILL right after STARTED finds the group. */
 	setpgid(pid, pid);
 	child_fds_close(&c);
-	if (spawn_wait_exec(ep, pid, &stage, &err) < 0)
+	if (rn_wait_exec(ep, pid, &stage, &err) < 0)
 		goto fail;
 	p->pid = p->pgid = pid;
 	p->next = r->procs;
@@ -430,7 +428,7 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 	p = NULL;
 	goto out;
 fail:
-	send_spawn_error(r, id, stage, err ? err : EIO);
+	rn_send_spawn_error(r, id, stage, err ? err : EIO);
 out:
 	if (p) {
 		proc_close_fds(p);
@@ -528,7 +526,7 @@ static int proc_read(struct runner *r, struct proc *p, int *fd, uint8_t type)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (n <= 0) {
-		close_fd(fd);
+		rn_close_fd(fd);
 		return -1;
 	}
 	proc_forward(r, p, type, buf, (size_t)n);
@@ -564,7 +562,7 @@ static void proc_flush_stdin(struct proc *p)
 		if (w < 0 && errno == EAGAIN)
 			return;
 		if (w < 0) { /* EPIPE: nobody reads stdin any more */
-			close_fd(&p->fd_in);
+			rn_close_fd(&p->fd_in);
 			break;
 		}
 		p->inq_off += (size_t)w;
@@ -572,7 +570,7 @@ static void proc_flush_stdin(struct proc *p)
 	p->inq.len = 0;
 	p->inq_off = 0;
 	if (p->in_close)
-		close_fd(&p->fd_in);
+		rn_close_fd(&p->fd_in);
 }
 
 void proc_stdin(struct runner *r, struct proc *p, const unsigned char *data, size_t len)
@@ -700,13 +698,17 @@ void proc_reap(struct runner *r)
 
 	/* As subreaper we also get orphans of every command: reap them all. */
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		for (struct proc *p = r->procs; p; p = p->next) {
+		bool mine = false;
+
+		for (struct proc *p = r->procs; p && !mine; p = p->next) {
 			if (p->pid == pid && !p->exited) {
 				p->exited = true;
 				p->wstatus = st;
-				break;
+				mine = true;
 			}
 		}
+		if (!mine)
+			kernel_reaped(r, pid, st);
 	}
 }
 
@@ -716,7 +718,7 @@ static bool group_gone(const struct proc *p)
 }
 
 /* Keeps an orphaned output pipe open and drained (see the file comment). */
-static void drain_add(struct runner *r, int *fd)
+void drain_add(struct runner *r, int *fd)
 {
 	struct drain *d;
 
@@ -724,7 +726,7 @@ static void drain_add(struct runner *r, int *fd)
 		return;
 	d = r->n_drains < PROC_DRAINS_MAX ? malloc(sizeof(*d)) : NULL; /* drain_events() frees */
 	if (!d) {
-		close_fd(fd);
+		rn_close_fd(fd);
 		return;
 	}
 	d->fd = *fd;
@@ -764,7 +766,7 @@ static void proc_finish(struct runner *r, struct proc **pp)
 	drain_add(r, &p->fd_out);
 	drain_add(r, &p->fd_err);
 	drain_add(r, &p->fd_status);
-	close_fd(&p->fd_in);
+	rn_close_fd(&p->fd_in);
 	rn_buf_free(&p->inq);
 	*pp = p->next;
 	free(p);

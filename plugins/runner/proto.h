@@ -43,6 +43,7 @@ enum rn_type {
 	RN_KILL = 0x05,        /* empty: TERM the group, KILL after the grace;
 				  a u32 signal number: send only that, once */
 	RN_PING = 0x06,        /* answered by PONG with the same id and payload */
+	RN_KEXEC = 0x10,       /* new id: code for a kernel (capability "kernel") */
 
 	RN_R_HELLO = 0x81,     /* id 0: VERSION, BUILD_ID, PID, MAX_PAYLOAD, ARCH */
 	RN_R_STARTED = 0x82,   /* the command runs: PID, PGID */
@@ -51,7 +52,8 @@ enum rn_type {
 	RN_R_STATUS = 0x85,    /* bytes the process wrote on its status fd */
 	RN_R_PONG = 0x86,
 	RN_R_EXIT = 0x87,      /* last frame of an id: CODE, SIGNAL, FLAGS, ... */
-	RN_R_ERROR = 0x88      /* a refused frame: TEXT; id 0 ends the runner */
+	RN_R_ERROR = 0x88,     /* a refused frame: TEXT; id 0 ends the runner */
+	RN_R_KEVENT = 0x90     /* one event line of a kernel call (doc/kernel-protocol.md) */
 };
 
 /* Field tags.  Numbers: u32 unless said. */
@@ -62,6 +64,7 @@ enum rn_tag {
 	RN_F_PID = 3,         /* also STARTED */
 	RN_F_MAX_PAYLOAD = 4,
 	RN_F_ARCH = 5,        /* text: uname -m */
+	RN_F_CAPABILITY = 6,  /* runner HELLO, text, repeated: one named capability */
 
 	/* SPAWN */
 	RN_F_COMMAND = 10,    /* text: run by a non-login `/bin/sh -c` */
@@ -83,10 +86,28 @@ enum rn_tag {
 	RN_F_FLAGS = 32,      /* RN_EXIT_* bits */
 	RN_F_ERRNO = 33,      /* the command could not start: errno ... */
 	RN_F_STAGE = 34,      /* ... at this step (enum rn_stage) */
+	RN_F_RESTARTED = 35,  /* kernel call, text: its kernel was restarted, why */
+	RN_F_DIED = 36,       /* kernel call, text: its kernel ended during it, why */
 
 	/* ERROR */
-	RN_F_TEXT = 40
+	RN_F_TEXT = 40,
+
+	/* KEXEC (also ENV, CWD, TIMEOUT_MS, GRACE_MS, CAP) */
+	RN_F_LANG = 50,       /* text: "python" or "javascript" */
+	RN_F_SOURCE = 51,     /* text: the code (may be empty) */
+	RN_F_KFLAGS = 52,     /* RN_KFLAG_* bits */
+	RN_F_RICH_CAP = 53    /* bytes of rich results per call; absent: RN_RICH_CAP_DEFAULT */
 };
+
+/* The runner's named capabilities (HELLO field CAPABILITY). */
+#define RN_CAP_KERNEL "kernel" /* KEXEC and KEVENT: stateful code kernels */
+
+enum rn_kflags {
+	RN_KFLAG_RESET = 1u << 0  /* discard the kernel (and its state) before this call */
+};
+
+#define RN_RICH_CAP_DEFAULT (4u * 1024u * 1024u)
+#define RN_KGRACE_MS_DEFAULT 2000u /* KEXEC: interrupt -> kill of the kernel */
 
 enum rn_mode {
 	RN_MODE_STDIN = 1u << 0,  /* stdin is a pipe fed by STDIN frames, not /dev/null */
@@ -98,7 +119,8 @@ enum rn_exit_flags {
 	RN_EXIT_TIMED_OUT = 1u << 0,
 	RN_EXIT_KILLED = 1u << 1,    /* ended by a KILL frame */
 	RN_EXIT_OUT_TRUNC = 1u << 2,
-	RN_EXIT_ERR_TRUNC = 1u << 3
+	RN_EXIT_ERR_TRUNC = 1u << 3,
+	RN_EXIT_KERNEL_DIED = 1u << 4 /* KEXEC: the kernel ended during the call (DIED) */
 };
 
 enum rn_stage {

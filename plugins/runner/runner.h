@@ -64,6 +64,48 @@ struct drain {
 	struct drain *next;
 };
 
+enum rn_lang { RN_LANG_PYTHON = 0, RN_LANG_JAVASCRIPT, RN_LANG_N };
+
+/* One KEXEC request.  Owned by its kernel (its queue, then its current
+ * call); freed by kernel.c when it ends. */
+struct kcall {
+	uint32_t id;
+	enum rn_lang lang;
+	char *source;             /* the code, source_len bytes (not text-checked) */
+	size_t source_len;
+	char **env;               /* "K=V", envc of them: for a kernel it starts */
+	size_t envc;
+	char *cwd;                /* where a kernel it starts runs, or NULL */
+	uint32_t timeout_ms, grace_ms, flags, rich_cap;
+	uint64_t cap;             /* stdout/stderr bytes forwarded each, 0: all */
+	struct kcall *next;
+};
+
+/* A kernel: one long-lived interpreter per language, started by the first
+ * call for it (kernel.c, doc/kernel-protocol.md).  pid 0: none runs. */
+struct kernel {
+	pid_t pid;
+	int fd_out, fd_err;       /* its stdout and stderr, read ends */
+	int fd_req;               /* write end of its fd 3 (requests) */
+	int fd_ev;                /* read end of its fd 4 (event lines) */
+	struct rn_buf reqq;       /* request bytes not yet written */
+	size_t reqq_off;
+	struct rn_buf line;       /* a partial event line */
+	char hello[512];          /* its hello line, repeated at each call's start */
+	char dead_why[200];       /* it ended: told to the next call, then cleared */
+	char kill_why[200];       /* the runner killed it: why */
+	struct kcall *cur;        /* the call it runs, or NULL */
+	struct kcall *queue;      /* calls waiting for it, in order */
+	size_t n_queued;
+	/* The current call's state: */
+	uint64_t sent_out, sent_err;
+	bool trunc_out, trunc_err;
+	int64_t deadline;         /* interrupt at this time; 0: none */
+	int64_t kill_at;          /* interrupted: kill the kernel at this time; 0: not */
+	bool timed_out, cancelled;
+	char restarted[200];      /* this call runs on a restarted kernel: why */
+};
+
 struct runner {
 	int in_fd, out_fd;        /* the protocol stream: 0 and 1 */
 	int sig_fd;
@@ -78,6 +120,7 @@ struct runner {
 	struct proc *procs;
 	struct drain *drains;
 	size_t n_drains;
+	struct kernel kernels[RN_LANG_N];
 };
 
 /* ---- sandgate-runner.c ------------------------------------------------------ */
@@ -91,6 +134,9 @@ int rn_send(struct runner *r, uint8_t type, uint32_t id, const void *payload,
 /* Sends an ERROR frame with a printf text. */
 void rn_send_error(struct runner *r, uint32_t id, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The capability names this runner announces in its HELLO. */
+extern const char *const rn_capabilities[];
 
 /* ---- proc.c -------------------------------------------------------------------- */
 
@@ -127,5 +173,52 @@ void proc_kill_all(struct runner *r);
 /* Drains: watch, read, drop. */
 size_t drain_pollfds(struct runner *r, struct pollfd *pfd, size_t room);
 void drain_events(struct runner *r, const struct pollfd *pfd, size_t n);
+/* Hands an output pipe whose writer may live on to the drains (*fd = -1). */
+void drain_add(struct runner *r, int *fd);
+
+/* Helpers shared with kernel.c. */
+/* A field's text as a new string (malloc'd, the caller frees); NULL when it
+ * holds a NUL or on ENOMEM. */
+char *rn_field_dup(const struct rn_field *f);
+/* The runner's environment with env[0..envc) set over it: a malloc'd vector
+ * (the caller frees it) of borrowed strings. */
+char **rn_envp(char *const *env, size_t envc);
+/* A pipe, both ends close-on-exec, the runner's end (the read end unless
+ * runner_writes) non-blocking.  Returns 0 or -1. */
+int rn_make_pipe(int fds[2], bool runner_writes);
+void rn_close_fd(int *fd);
+/* In a forked child: moves fd above 0..9 (close-on-exec); -1 stays -1. */
+int rn_child_lift(int fd);
+/* In a forked child: reports errno at `stage` on the error pipe, exits 127. */
+void rn_child_fail(int ep, uint32_t stage) __attribute__((noreturn));
+/* Reads the error pipe ep of child pid: 0 when it exec'd, else -1 with
+ * *stage and *err filled (the child is reaped). */
+int rn_wait_exec(int ep, pid_t pid, uint32_t *stage, int *err);
+/* Answers a request whose process could not start: a lone EXIT with CODE
+ * (126 or 127, as a shell), ERRNO and STAGE. */
+void rn_send_spawn_error(struct runner *r, uint32_t id, uint32_t stage, int err);
+
+/* ---- kernel.c ---------------------------------------------------------------------- */
+
+void kernel_init(struct runner *r);
+/* A KEXEC frame: runs it at once, or queues it behind the kernel's call, or
+ * refuses it with ERROR (malformed, id in use, queue full). */
+void kernel_exec(struct runner *r, uint32_t id, const unsigned char *payload,
+		 size_t len);
+/* True when id is a kernel call, running or queued. */
+bool kernel_has_id(struct runner *r, uint32_t id);
+/* A KILL frame for id: sig 0 interrupts the call (the kernel is killed when
+ * it does not stop within the grace), else sends sig to the kernel.  A
+ * queued call ends at once.  Returns false when id is no kernel call. */
+bool kernel_kill(struct runner *r, uint32_t id, int sig);
+/* Adds the fds to watch (room for 4 per kernel); returns how many. */
+size_t kernel_pollfds(struct runner *r, struct pollfd *pfd, size_t room);
+void kernel_events(struct runner *r, const struct pollfd *pfd, size_t n);
+/* A reaped child that is no command: true when it was a kernel. */
+bool kernel_reaped(struct runner *r, pid_t pid, int wstatus);
+/* Timeouts and kills; returns the poll timeout in ms (-1: none). */
+int kernel_tick(struct runner *r);
+/* The runner ends: every kernel's process group is killed. */
+void kernel_stop_all(struct runner *r);
 
 #endif /* SG_RUNNER_RUNNER_H */

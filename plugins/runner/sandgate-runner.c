@@ -12,6 +12,8 @@
  * SIGTERM/SIGINT/SIGHUP) it kills the commands still in flight and exits.  It
  * is a child subreaper, so orphans of its commands are reaped here.
  *
+ * It also keeps the code kernels of run_code (kernel.c).
+ *
  * Usage: sandgate-runner [--stdio] | --version
  * (--fault is a hidden test switch: see enum rn_fault in runner.h.)
  */
@@ -37,6 +39,8 @@
 
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
 
+const char *const rn_capabilities[] = { RN_CAP_KERNEL, NULL };
+
 int64_t rn_now_ms(void)
 {
 	struct timespec ts;
@@ -54,6 +58,7 @@ static void runner_stop(struct runner *r)
 	r->stopping = true;
 	r->stop_deadline = rn_now_ms() + 2000;
 	proc_kill_all(r);
+	kernel_stop_all(r);
 }
 
 /* Writes all of iov (blocking); -1 on any error. */
@@ -128,6 +133,8 @@ static void send_hello(struct runner *r)
 	rn_put_u32(&b, RN_F_PID, (uint32_t)getpid());
 	rn_put_u32(&b, RN_F_MAX_PAYLOAD, RN_MAX_PAYLOAD);
 	rn_put_str(&b, RN_F_ARCH, u.machine);
+	for (size_t i = 0; rn_capabilities[i]; i++)
+		rn_put_str(&b, RN_F_CAPABILITY, rn_capabilities[i]);
 	if (!b.oom)
 		rn_send(r, RN_R_HELLO, 0, b.data, b.len);
 	rn_buf_free(&b);
@@ -156,18 +163,23 @@ static int on_hello(struct runner *r, const unsigned char *payload, size_t len)
 	return 0;
 }
 
-static void on_kill(struct runner *r, struct proc *p, const unsigned char *payload,
-		    size_t len)
+/* KILL for a command or a kernel call (p NULL: maybe a kernel call). */
+static void on_kill(struct runner *r, uint32_t id, struct proc *p,
+		    const unsigned char *payload, size_t len)
 {
 	uint32_t sig = 0;
 
 	if (len == 4)
 		sig = rn_get_u32(payload);
 	if (len != 0 && (len != 4 || sig == 0 || sig >= 65)) {
-		rn_send_error(r, p->id, "KILL carries a bad signal");
+		if (p || kernel_has_id(r, id))
+			rn_send_error(r, id, "KILL carries a bad signal");
 		return;
 	}
-	proc_kill(r, p, (int)sig);
+	if (p)
+		proc_kill(r, p, (int)sig);
+	else
+		kernel_kill(r, id, (int)sig);
 }
 
 /* One frame from sandgate.  Frames for commands that already ended are
@@ -197,8 +209,11 @@ static int on_frame(const struct rn_hdr *h, const unsigned char *payload, void *
 			proc_stdin_close(p);
 		return 0;
 	case RN_KILL:
-		if (p)
-			on_kill(r, p, payload, h->len);
+		on_kill(r, h->id, p, payload, h->len);
+		return 0;
+	case RN_KEXEC:
+		if (!r->stopping)
+			kernel_exec(r, h->id, payload, h->len);
 		return 0;
 	case RN_PING:
 		rn_send(r, RN_R_PONG, h->id, payload, h->len);
@@ -247,10 +262,13 @@ static void read_signals(struct runner *r)
 /* One poll round.  Returns false when the runner is done. */
 static bool runner_round(struct runner *r, struct pollfd *pfd)
 {
-	size_t n = 0, np, nd;
-	int wait;
+	size_t n = 0, np, nk, nd;
+	int wait, kwait;
 
 	wait = proc_tick(r);
+	kwait = kernel_tick(r);
+	if (kwait >= 0 && (wait < 0 || kwait < wait))
+		wait = kwait;
 	if (r->stopping) {
 		if (!r->procs)
 			return false;
@@ -260,16 +278,18 @@ static bool runner_round(struct runner *r, struct pollfd *pfd)
 	}
 	pfd[n++] = (struct pollfd){ .fd = r->sig_fd, .events = POLLIN };
 	pfd[n++] = (struct pollfd){ .fd = r->in_eof ? -1 : r->in_fd, .events = POLLIN };
-	np = proc_pollfds(r, pfd + n, RUNNER_POLL_MAX - n);
-	nd = drain_pollfds(r, pfd + n + np, RUNNER_POLL_MAX - n - np);
-	if (poll(pfd, n + np + nd, wait) < 0)
+	nk = kernel_pollfds(r, pfd + n, RUNNER_POLL_MAX - n);
+	np = proc_pollfds(r, pfd + n + nk, RUNNER_POLL_MAX - n - nk);
+	nd = drain_pollfds(r, pfd + n + nk + np, RUNNER_POLL_MAX - n - nk - np);
+	if (poll(pfd, n + nk + np + nd, wait) < 0)
 		return errno == EINTR;
-	proc_events(r, pfd + n, np);
+	kernel_events(r, pfd + n, nk);
+	proc_events(r, pfd + n + nk, np);
 	if (pfd[0].revents)
 		read_signals(r);
 	if (pfd[1].revents)
 		read_input(r);
-	drain_events(r, pfd + n + np, nd);
+	drain_events(r, pfd + n + nk + np, nd);
 	return true;
 }
 
@@ -307,6 +327,7 @@ static void runner_end(struct runner *r)
 		if (!p->exited && p->pid > 1)
 			kill(p->pid, SIGKILL);
 	}
+	kernel_stop_all(r);
 }
 
 static int usage(void)
@@ -343,6 +364,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rn_reader_init(&r.rd, RN_MAX_PAYLOAD);
+	kernel_init(&r);
 	send_hello(&r);
 	while (runner_round(&r, pfd))
 		;

@@ -4,7 +4,8 @@
  * facing a fake runner on a socketpair that sends corrupt, truncated,
  * oversized and misaddressed frames.  Every one must end the connection
  * with a reason, fail the requests in flight, and never crash (run under
- * ASan/UBSan in CI).
+ * ASan/UBSan in CI).  The kernel client (kernel_client.c) gets bad event
+ * lines and over-long texts, which it must survive without losing the call.
  */
 #include "config.h"
 
@@ -17,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "plugins/runner/client.h"
+#include "plugins/runner/kernel_client.h"
 #include "plugins/runner/proto.h"
 
 /* ---- the frame reader --------------------------------------------------------------- */
@@ -239,6 +242,8 @@ static void send_frame(struct fake *f, uint8_t type, uint32_t id, const struct r
 		send_raw(f, b->data, b->len);
 }
 
+static const char *hello_cap; /* a capability the fake announces, or NULL */
+
 static void send_hello(struct fake *f, unsigned major, const char *build)
 {
 	struct rn_buf b = { 0 };
@@ -246,6 +251,10 @@ static void send_hello(struct fake *f, unsigned major, const char *build)
 	rn_put_u32(&b, RN_F_VERSION, major << 16);
 	rn_put_str(&b, RN_F_BUILD_ID, build);
 	rn_put_u32(&b, RN_F_PID, 4242);
+	if (hello_cap) {
+		rn_put_str(&b, RN_F_CAPABILITY, "future-thing");
+		rn_put_str(&b, RN_F_CAPABILITY, hello_cap);
+	}
 	send_frame(f, RN_R_HELLO, 0, &b);
 	rn_buf_free(&b);
 }
@@ -635,6 +644,125 @@ static void test_client_abandoned(void **state)
 	fake_close(f);
 }
 
+struct kthread {
+	struct rn_conn *c;
+	struct rn_kernel_result res;
+	int rc;
+	char why[256];
+};
+
+static void *krun(void *arg)
+{
+	struct kthread *k = arg;
+	struct rn_kernel_call kc = { .language = "python", .code = "1", .rich_cap = 100,
+				     .timeout_ms = 5000, .cancel_fd = -1 };
+
+	k->rc = rn_kernel_run(k->c, &kc, &k->res, k->why, sizeof(k->why));
+	return NULL;
+}
+
+static void send_line(struct fake *f, uint32_t id, const char *line)
+{
+	struct rn_buf b = { 0 };
+
+	rn_buf_add(&b, line, strlen(line));
+	send_frame(f, RN_R_KEVENT, id, &b);
+	rn_buf_free(&b);
+}
+
+/* A kernel call against a runner that says odd things: lines that are not
+ * JSON, words nobody knows, results over the cap, long and dirty texts. */
+static void test_client_kernel(void **state)
+{
+	struct kthread k = { 0 };
+	struct rn_buf b = { 0 };
+	struct rn_iter it;
+	struct rn_field fl;
+	char *big, dirty[400];
+	struct fake *f = fake_ready();
+	pthread_t th;
+	bool lang = false;
+	uint32_t id;
+
+	(void)state;
+	/* No capability in its HELLO: refused before anything is sent. */
+	assert_false(rn_conn_has_cap(f->c, RN_CAP_KERNEL));
+	k.c = f->c;
+	krun(&k);
+	assert_int_equal(k.rc, -1);
+	assert_non_null(strstr(k.why, "no \"kernel\" capability"));
+	rn_kernel_result_free(&k.res);
+	fake_close(f);
+
+	hello_cap = RN_CAP_KERNEL;
+	f = fake_ready();
+	hello_cap = NULL;
+	assert_true(rn_conn_has_cap(f->c, RN_CAP_KERNEL));
+	assert_false(rn_conn_has_cap(f->c, "future"));
+	memset(&k, 0, sizeof(k));
+	k.c = f->c;
+	assert_int_equal(pthread_create(&th, NULL, krun, &k), 0);
+	next_frame(f);
+	assert_int_equal(f->last.type, RN_KEXEC);
+	id = f->last.id;
+	rn_iter_init(&it, f->last_payload, f->last.len);
+	while (rn_iter_next(&it, &fl) > 0)
+		if (fl.tag == RN_F_LANG)
+			lang = fl.len == 6 && memcmp(fl.val, "python", 6) == 0;
+	assert_true(lang);
+	send_started(f, id);
+	send_line(f, id, "hello {\"interpreter\": \"python3 9.9.9\"}");
+	send_line(f, id, "result not json");
+	send_line(f, id, "result {\"text\": \"2\", \"is_main_result\": true}");
+	big = malloc(70000);
+	assert_non_null(big);
+	memset(big, 'x', 70000);
+	memcpy(big, "result {\"text\": \"", 17);
+	memcpy(big + 69997, "\"}", 3);
+	big[69999] = '\0';
+	send_line(f, id, big); /* over rich_cap + slack: one note instead */
+	send_line(f, id, big);
+	free(big);
+	send_line(f, id, "mystery {}");
+	send_line(f, id, "");
+	send_line(f, id, "error {\"name\": \"E\", \"value\": \"v\", \"traceback\": \"\"}");
+	send_line(f, id, "files [{\"name\": \"a\", \"path\": \"/w/a\", \"size\": 1}]");
+	rn_buf_add(&b, "out", 3);
+	send_frame(f, RN_R_STDOUT, id, &b);
+	rn_buf_free(&b);
+	memset(dirty, 'd', sizeof(dirty));
+	dirty[5] = '\n';
+	dirty[6] = '\0';
+	rn_put_u32(&b, RN_F_FLAGS, RN_EXIT_TIMED_OUT | RN_EXIT_KERNEL_DIED);
+	rn_put_bytes(&b, RN_F_RESTARTED, "was\tgone", 8);
+	rn_put_bytes(&b, RN_F_DIED, dirty, sizeof(dirty));
+	send_frame(f, RN_R_EXIT, id, &b);
+	rn_buf_free(&b);
+	pthread_join(th, NULL);
+	assert_int_equal(k.rc, 0);
+	assert_string_equal(k.res.interpreter, "python3 9.9.9");
+	assert_int_equal(json_array_size(k.res.results), 3);
+	assert_non_null(json_object_get(json_array_get(k.res.results, 0), "omitted"));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(k.res.results, 1),
+							      "text")), "2");
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(k.res.results, 2),
+								     "omitted")), "cap"));
+	assert_string_equal(json_string_value(json_object_get(k.res.error, "name")), "E");
+	assert_int_equal(json_array_size(k.res.output_files), 1);
+	assert_string_equal(k.res.out, "out");
+	assert_string_equal(k.res.err, "");
+	assert_true(k.res.timed_out);
+	assert_true(k.res.kernel_died);
+	assert_true(k.res.kernel_restarted);
+	assert_string_equal(k.res.restart_reason, "was gone");
+	assert_int_equal(strlen(k.res.died_reason), sizeof(k.res.died_reason) - 1);
+	assert_int_equal(k.res.died_reason[5], ' ');
+	assert_int_equal(k.res.died_reason[6], ' ');
+	rn_kernel_result_free(&k.res);
+	assert_true(rn_conn_alive(f->c, NULL, 0));
+	fake_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +777,7 @@ int main(void)
 		cmocka_unit_test(test_client_broken),
 		cmocka_unit_test(test_client_order),
 		cmocka_unit_test(test_client_abandoned),
+		cmocka_unit_test(test_client_kernel),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

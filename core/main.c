@@ -67,7 +67,8 @@ static const char usage_text[] =
 	"\n"
 	"Exit status:\n"
 	"  0  success\n"
-	"  1  the tool reported an error (call), or the server failed at run time\n"
+	"  1  the tool reported an error (call), the server failed at run time, or a\n"
+	"     command could not do its job (install, status, deploy: see their --help)\n"
 	"  2  usage error\n"
 	"  3  configuration error\n"
 	"  4  a backend plugin could not be loaded\n";

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,8 @@ int sg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 	/* hidden, and named after the file, so a leftover says where it came from */
 	char *tmp = sg_xasprintf("%s/.%s.XXXXXX", dir, base ? base + 1 : path);
 	int fd = mkostemp(tmp, O_CLOEXEC);
+	struct stat old;
+	bool had = stat(path, &old) == 0;
 	int saved;
 
 	free(dir);
@@ -68,6 +71,12 @@ int sg_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 			path, strerror(errno));
 		free(tmp);
 		return -1;
+	}
+	/* The replacement keeps the owner of the file it replaces (root editing
+	 * a user's file); where that is not allowed, the writer owns it. */
+	if (had && (old.st_uid != geteuid() || old.st_gid != getegid()) &&
+	    fchown(fd, old.st_uid, old.st_gid) < 0) {
+		/* EPERM: not root; the file is ours then */
 	}
 	if (write_all(fd, data, len) < 0 || fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0) {
 		saved = errno;

@@ -10,7 +10,8 @@
 
 /* Writes data[0..len) to path through a temporary file in the same
  * directory (fsync, rename, then fsync of the directory).  mode is applied
- * exactly (no umask), so an existing file's mode can be kept.  A symlink at
+ * exactly (no umask), so an existing file's mode can be kept; an existing
+ * file's owner is kept where the process may (root).  A symlink at
  * path is replaced, not followed: give its target to keep the link.
  * Returns 0, or -1 with err naming the path and the system error (the
  * temporary file is removed then). */

@@ -178,8 +178,12 @@ int sg_cli_load_config(const char *config)
 		return SG_CLI_CONFIG;
 	}
 	lvl = sg_log_level_parse(sg_config_get("log", "level"));
-	/* a command's own output says what happened: only warnings in the log */
-	sg_log_set_level(lvl > SG_LOG_WARNING ? lvl : SG_LOG_WARNING);
+	/* A command's own output says what happened: only warnings go to the
+	 * log, unless a level was asked for. */
+	if (!strcmp(sg_config_source("log", "level"), "default"))
+		lvl = SG_LOG_WARNING;
+	if (lvl >= 0)
+		sg_log_set_level(lvl);
 	file = sg_config_get("log", "file");
 	if (file && *file && sg_log_open_file(file) < 0)
 		fprintf(stderr, "sandgate: cannot open log file '%s', logging to stderr\n", file);

@@ -269,11 +269,9 @@ static int write_artifact(const struct sg_deploy *d, const char *steps, json_t *
 			  struct sg_err *err)
 {
 	char *dockerfile = sg_deploy_dockerfile(d), *tok = sg_xasprintf("%s\n", d->token);
-	char *probe = sg_xasprintf("%s/.", d->dir);
 	int rc;
 
-	rc = sg_mkdir_parents(probe, 0700, err);
-	rc = rc ? rc : write_text(d, "auth-token", tok, 0600, written, err);
+	rc = write_text(d, "auth-token", tok, 0600, written, err);
 	rc = rc ? rc : write_json(d, "manifest.json", sg_deploy_manifest(d, false), 0600, written, err);
 	rc = rc ? rc : write_text(d, "Dockerfile", dockerfile, 0644, written, err);
 	rc = rc ? rc : write_json(d, "client-config.json", sg_deploy_client_config(d), 0644, written, err);
@@ -281,7 +279,6 @@ static int write_artifact(const struct sg_deploy *d, const char *steps, json_t *
 	explicit_bzero(tok, strlen(tok));
 	free(tok);
 	free(dockerfile);
-	free(probe);
 	return rc;
 }
 
@@ -326,7 +323,7 @@ int sg_cmd_deploy(int argc, char **argv, const char *config, bool json)
 	struct sg_cli_common com = { .config = config, .json = json };
 	struct opts o = { 0 };
 	struct sg_deploy d = { 0 };
-	char *token = NULL, *image = NULL, *steps = NULL, *source = NULL;
+	char *token = NULL, *image = NULL, *steps = NULL, *source = NULL, *absdir = NULL, *probe;
 	json_t *written = json_array();
 	struct sg_err err;
 	int rc;
@@ -372,6 +369,16 @@ int sg_cmd_deploy(int argc, char **argv, const char *config, bool json)
 	}
 	resolve_key(&o, &d);
 	d.source = o.source ? o.source : (source = default_source());
+	/* the folder first, so that the steps can name it absolutely */
+	probe = sg_xasprintf("%s/.", d.dir);
+	rc = sg_mkdir_parents(probe, 0700, &err);
+	free(probe);
+	if (rc < 0) {
+		fprintf(stderr, "sandgate: %s\n", err.msg);
+		rc = SG_CLI_FAIL;
+		goto out;
+	}
+	d.dir = absdir = sg_cli_realpath(d.dir);
 	steps = sg_deploy_steps(&d);
 	if (write_artifact(&d, steps, written, &err) < 0) {
 		fprintf(stderr, "sandgate: %s\n", err.msg);
@@ -386,6 +393,7 @@ out:
 	}
 	free(image);
 	free(source);
+	free(absdir);
 	free(steps);
 	json_decref(written);
 	json_decref(com.rest);

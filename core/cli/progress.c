@@ -28,8 +28,11 @@ static void show(const json_t *params)
 	else
 		snprintf(head, sizeof(head), "%g", progress);
 	pthread_mutex_lock(&line_lock);
-	/* keep it on one line of a narrow terminal: no newline, at most 70 columns of message */
-	fprintf(stderr, CLEAR_LINE "sandgate: [%s] %.70s", head, msg ? msg : "working");
+	/* One line of a narrow terminal (at most 70 columns of message), and the
+	 * cursor back at its start: a log line written meanwhile (they start
+	 * with a timestamp and are longer) replaces it instead of being glued
+	 * to its end. */
+	fprintf(stderr, CLEAR_LINE "sandgate: [%s] %.70s\r", head, msg ? msg : "working");
 	fflush(stderr);
 	shown = true;
 	pthread_mutex_unlock(&line_lock);

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "core/call.h"
+#include "core/cli/cli.h"
+#include "core/cli/progress.h"
 #include "core/conf.h"
 #include "core/err.h"
 #include "core/keys.h"
@@ -44,6 +46,14 @@ static const char usage_text[] =
 	"  tools                   print the tool list (the tools/list result) as JSON\n"
 	"  config                  print every configuration key, its value and where it\n"
 	"                          comes from (secrets are shown only as set)\n"
+	"  install --target CLIENT add a sandgate entry to an MCP client's configuration\n"
+	"                          (cursor, claude, vscode, claude-code, windsurf, gemini;\n"
+	"                          codex and hermes with --print)\n"
+	"  uninstall --target CLIENT  remove that entry\n"
+	"  status [--json]         configuration, plugins, tools, backends and clients\n"
+	"  deploy --target fc      write a Function Compute artifact (sandgate http)\n"
+	"  mcp COMMAND             the same four commands: sandgate mcp install ...\n"
+	"                          ('sandgate COMMAND --help' for each command's options)\n"
 	"\n"
 	"Options:\n"
 	"  --config PATH           configuration file (default: $SANDGATE_CONFIG,\n"
@@ -57,7 +67,8 @@ static const char usage_text[] =
 	"\n"
 	"Exit status:\n"
 	"  0  success\n"
-	"  1  the tool reported an error (call), or the server failed at run time\n"
+	"  1  the tool reported an error (call), the server failed at run time, or a\n"
+	"     command could not do its job (install, status, deploy: see their --help)\n"
 	"  2  usage error\n"
 	"  3  configuration error\n"
 	"  4  a backend plugin could not be loaded\n";
@@ -69,6 +80,8 @@ struct cli {
 	const char *json;
 	const char *sandbox_id;
 	bool keep;
+	bool json_out; /* --json */
+	int rest;      /* where a core/cli command's own arguments start */
 };
 
 static int usage_error(const char *fmt, ...) SG_PRINTF(1, 2);
@@ -111,10 +124,16 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 				return usage_error("%s", err.msg);
 		} else if (!strcmp(a, "--keep")) {
 			c->keep = true;
+		} else if (!strcmp(a, "--json")) {
+			c->json_out = true;
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown option '%s'", a);
 		} else if (!c->command) {
 			c->command = a;
+			if (sg_cli_is_command(a)) {
+				c->rest = i + 1; /* it parses the rest itself */
+				return 0;
+			}
 		} else if (!strcmp(c->command, "call") && !c->tool) {
 			c->tool = a;
 		} else if (!strcmp(c->command, "call") && !c->json) {
@@ -124,11 +143,12 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 		}
 	}
 	if (!c->command)
-		return usage_error("%s", "no command given: use stdio, http, call or tools");
+		return usage_error("%s", "no command given: use stdio, http, call, tools, config, install, status or deploy");
 	if (strcmp(c->command, "stdio") && strcmp(c->command, "http") &&
 	    strcmp(c->command, "call") && strcmp(c->command, "tools") &&
 	    strcmp(c->command, "config"))
-		return usage_error("unknown command '%s': use stdio, http, call, tools or config",
+		return usage_error("unknown command '%s': use stdio, http, call, tools, config, install, "
+				   "uninstall, status, deploy or mcp",
 				   c->command);
 	if (!strcmp(c->command, "call") && !c->tool)
 		return usage_error("%s", "call needs a tool name, e.g. sandgate call run_code '{\"code\":\"print(6*7)\"}'");
@@ -251,13 +271,6 @@ static void print_backends(void)
 	json_decref(def);
 }
 
-static void null_send(void *ctx, struct sg_call *call, const char *data, size_t len, bool final)
-{
-	(void)ctx, (void)call, (void)data, (void)len, (void)final;
-}
-
-static const struct sg_transport_ops null_ops = { .name = "cli", .send = null_send };
-
 /* Whether the session's default sandbox can be reached by id from a later
  * process (`--keep`): only through its record. */
 static bool kept(struct sg_session *s)
@@ -277,7 +290,7 @@ static bool kept(struct sg_session *s)
 static int run_call(const struct cli *c)
 {
 	const struct sg_tool *tool = sg_tool_find(c->tool);
-	json_t *args, *res;
+	json_t *args, *res, *token;
 	json_error_t jerr;
 	struct sg_session *s;
 	struct sg_call *call;
@@ -299,12 +312,16 @@ static int run_call(const struct cli *c)
 	if (c->sandbox_id)
 		json_object_set_new(args, "sandbox_id", json_string(c->sandbox_id));
 	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
-	s = sg_session_new(&null_ops, NULL, owner);
-	call = sg_call_new(s, json_integer(0), NULL, "tools/call");
+	/* progress notifications become a line on the terminal, if there is one */
+	s = sg_session_new(sg_cli_progress_ops(), NULL, owner);
+	token = sg_cli_progress_token();
+	call = sg_call_new(s, json_integer(0), token, "tools/call");
 	json_decref(call->id); /* sg_call_new took its own reference */
+	json_decref(token);
 	t.s = s;
 	t.call = call;
 	res = sg_tool_call(&t, tool, args);
+	sg_cli_progress_end();
 	if (json_is_true(json_object_get(res, "isError"))) {
 		fprintf(stderr, "sandgate: %s: %s\n", c->tool,
 			json_string_value(json_object_get(
@@ -339,6 +356,10 @@ int main(int argc, char **argv)
 	rc = parse_cli(argc, argv, &c);
 	if (rc)
 		return rc;
+	if (sg_cli_is_command(c.command)) {
+		rc = sg_cli_run(c.command, argc - c.rest, argv + c.rest, c.config, c.json_out);
+		goto out;
+	}
 	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
 	if (!strcmp(c.command, "stdio"))
 		sg_stdio_block_signals(); /* before any thread starts */

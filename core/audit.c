@@ -335,6 +335,11 @@ static void write_rows(struct row *list)
 	pthread_mutex_unlock(&db_lock);
 }
 
+/* The writer's state is q_head and q_kicked under q_lock.  q_kicked means
+ * "write what is queued now"; it is only ever true while rows are queued,
+ * so a kick or a flush can never be swallowed by a queue that was empty
+ * (a flush while a batch was being written once left it set on an empty
+ * queue, and every later kick saw it set and woke nobody). */
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -343,7 +348,7 @@ static void *writer_main(void *arg)
 		struct row *list;
 		unsigned long long n = 0;
 
-		while (!(q_head && q_kicked) && !writer_stop) {
+		while (!writer_stop && !(q_head && q_kicked)) {
 			struct timespec until;
 
 			if (!q_head) {
@@ -352,11 +357,14 @@ static void *writer_main(void *arg)
 			}
 			clock_gettime(CLOCK_REALTIME, &until);
 			until.tv_sec += AUDIT_UNKICKED_S;
-			if (pthread_cond_timedwait(&q_cond, &q_lock, &until) == ETIMEDOUT)
+			if (pthread_cond_timedwait(&q_cond, &q_lock, &until) == ETIMEDOUT && q_head)
 				q_kicked = true;
 		}
-		if (!q_head && writer_stop)
-			break;
+		if (!q_head) {
+			if (writer_stop)
+				break;
+			continue;
+		}
 		list = q_head;
 		q_head = NULL;
 		q_tail = &q_head;
@@ -396,30 +404,38 @@ static void enqueue(struct row *r)
 	pthread_mutex_unlock(&q_lock);
 }
 
+/* Marks the queue for writing now and wakes the writer.  Called with
+ * q_lock held; returns whether a broadcast is due (after the unlock, so the
+ * writer does not wake only to wait for the lock). */
+static bool kick_locked(void)
+{
+	if (!q_head || q_kicked)
+		return false;
+	q_kicked = true;
+	return true;
+}
+
 void sg_audit_kick(void)
 {
-	bool wake = false;
+	bool wake;
 
 	pthread_mutex_lock(&q_lock);
-	if (q_head && !q_kicked)
-		wake = q_kicked = true;
+	wake = kick_locked();
 	pthread_mutex_unlock(&q_lock);
-	/* After the unlock, so the writer does not wake only to wait for it. */
 	if (wake)
 		pthread_cond_broadcast(&q_cond);
 }
 
-/* Waits until every row queued so far is in the database. */
+/* Waits until every row queued so far is in the database: the queued ones
+ * are kicked, a batch being written is waited for. */
 static void flush(void)
 {
 	unsigned long long target;
 
 	pthread_mutex_lock(&q_lock);
 	target = q_added;
-	if (q_written < target && !q_kicked) {
-		q_kicked = true;
+	if (kick_locked())
 		pthread_cond_broadcast(&q_cond);
-	}
 	while (writer_started && q_written < target)
 		pthread_cond_wait(&q_cond, &q_lock);
 	pthread_mutex_unlock(&q_lock);

@@ -30,7 +30,7 @@ packages=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libcurl4-openssl-dev libssh2-1-dev libjansson-dev libinih-dev libmicrohttpd-dev
 	libsqlite3-dev libarchive-dev libcmocka-dev libyaml-dev libssl-dev docker.io
 	debootstrap openssh-server bubblewrap sqlite3 valgrind nodejs npm procps curl
-	ca-certificates)
+	ca-certificates clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
 	case $p in

@@ -6,7 +6,7 @@
 #include "core/util.h"
 #include "transports/lines.h"
 
-#define LINES_FIRST_CAP 131072
+#define LINES_FIRST_CAP 4096 /* grown by the first sg_lines_room() of a read */
 
 void sg_lines_init(struct sg_lines *l, size_t max)
 {

@@ -140,9 +140,10 @@ static const char *cfg_line_problem(const char *p, size_t n, int num)
 		return "line too long";
 	if (memchr(p, '\0', n))
 		return "a NUL byte in the line";
-	while (i < n && (p[i] == ' ' || p[i] == '\t'))
+	/* inih's blanks are isspace()'s: '\v' and '\f' indent too */
+	while (i < n && isspace((unsigned char)p[i]))
 		i++;
-	if (i > 0 && i < n && p[i] != '\r' && p[i] != '#' && p[i] != ';')
+	if (i > 0 && i < n && p[i] != '#' && p[i] != ';')
 		return "an indented line";
 	if (i < n && p[i] == '[') {
 		const char *close = memchr(p + i, ']', n - i);

@@ -106,11 +106,13 @@ static void check_key(const char *key, const char *value, void *ud)
 	FUZZ_ASSERT(memmem(line, len, value, strlen(value)));
 }
 
-/* Each "[name]" of the text, checked. */
+/* Each "[name]" of the text, checked once. */
 static void check_sections(const char *text, size_t n)
 {
 	struct check c = { text, n, "" };
 	const char *p = text, *end = text + n;
+	char seen[32][64];
+	size_t n_seen = 0;
 
 	sg_config_each("", "", check_key, &c);
 	while (p < end) {
@@ -126,8 +128,15 @@ static void check_sections(const char *text, size_t n)
 			if (close && (size_t)(close - q - 1) < sizeof(section)) {
 				memcpy(section, q + 1, (size_t)(close - q - 1));
 				section[close - q - 1] = '\0';
+				bool done = false;
+
+				for (size_t i = 0; i < n_seen && !done; i++)
+					done = !strncmp(seen[i], section, sizeof(seen[i]));
+				if (!done && n_seen < 32)
+					snprintf(seen[n_seen++], sizeof(seen[0]), "%s", section);
 				c.section = section;
-				sg_config_each(section, "", check_key, &c);
+				if (!done)
+					sg_config_each(section, "", check_key, &c);
 			}
 		}
 		p = e + 1;

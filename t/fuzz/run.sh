@@ -21,4 +21,6 @@ mkdir -p "$corpus" "$OUT/artifacts"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=16:malloc_context_size=10}"
 set -- -artifact_prefix="$OUT/artifacts/$name-" -timeout=25 -print_final_stats=1 "$@"
 [ -f "$SRC/t/fuzz/$name.dict" ] && set -- -dict="$SRC/t/fuzz/$name.dict" "$@"
+# t/fuzz/NAME.options: the target's own libFuzzer options (one line)
+[ -f "$SRC/t/fuzz/$name.options" ] && set -- $(cat "$SRC/t/fuzz/$name.options") "$@"
 exec nice -n 19 "$bin" "$@" "$corpus" "$SRC/t/fuzz/corpus/$name"

@@ -431,7 +431,13 @@ static void test_lines_whole(void **state)
 
 	sg_config_reset();
 	sg_config_register("demo", demo_keys);
-	path = write_ini("[demo]\n  ; indented comment\n\t# another\n   \nmode = slow\r\n \t\r\n", 0600);
+	path = write_ini("[demo]\nmode = slow\n\vcount = 4\n", 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	assert_non_null(strstr(err.msg, ":3: an indented line"));
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	path = write_ini("[demo]\n  ; indented comment\n\t# another\n  \f \nmode = slow\r\n \t\r\n", 0600);
 	load_ok(path);
 	assert_string_equal(sg_config_get("demo", "mode"), "slow");
 

@@ -16,7 +16,7 @@
 # each target linked with -fsanitize=fuzzer into $(OUT)/fuzz_NAME.
 
 FUZZ_CC ?= clang
-TARGETS ?= jsonrpc mcp stdio http conf demux fc runner patch
+TARGETS ?= jsonrpc mcp stdio http conf demux fc runner runner_client patch
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 WARN := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
@@ -44,7 +44,8 @@ deps_conf := $(core_objs)
 deps_patch := $(core_objs)
 deps_demux := $(call objs,plugins/docker/demux.c)
 deps_fc := $(fc_objs)
-deps_runner := $(call objs,plugins/runner/proto.c plugins/runner/client.c)
+deps_runner := $(call objs,plugins/runner/proto.c)
+deps_runner_client := $(call objs,plugins/runner/proto.c plugins/runner/client.c)
 libs_jsonrpc := $(CORE_LIBS)
 libs_mcp := $(CORE_LIBS)
 libs_stdio := $(CORE_LIBS)
@@ -53,7 +54,8 @@ libs_conf := $(CORE_LIBS)
 libs_patch := $(CORE_LIBS)
 libs_demux :=
 libs_fc := $(FC_LIBS)
-libs_runner := -lpthread
+libs_runner :=
+libs_runner_client := -lpthread
 
 all: $(patsubst %,$(OUT)/fuzz_%,$(TARGETS))
 

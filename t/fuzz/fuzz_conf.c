@@ -111,7 +111,7 @@ static void check_sections(const char *text, size_t n)
 {
 	struct check c = { text, n, "" };
 	const char *p = text, *end = text + n;
-	char seen[32][64];
+	char seen[32][256];
 	size_t n_seen = 0;
 
 	sg_config_each("", "", check_key, &c);
@@ -131,9 +131,9 @@ static void check_sections(const char *text, size_t n)
 				bool done = false;
 
 				for (size_t i = 0; i < n_seen && !done; i++)
-					done = !strncmp(seen[i], section, sizeof(seen[i]));
+					done = !strcmp(seen[i], section);
 				if (!done && n_seen < 32)
-					snprintf(seen[n_seen++], sizeof(seen[0]), "%s", section);
+					memcpy(seen[n_seen++], section, strlen(section) + 1);
 				c.section = section;
 				if (!done)
 					sg_config_each(section, "", check_key, &c);

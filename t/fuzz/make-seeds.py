@@ -242,7 +242,7 @@ def seeds_fc():
     return c.n
 
 
-RN_HELLO, RN_R_HELLO, RN_R_STARTED, RN_R_STDOUT, RN_R_STDERR, RN_R_STATUS, RN_R_EXIT, RN_R_ERROR = 1, 0x81, 0x82, 0x83, 0x84, 0x85, 0x87, 0x88
+RN_HELLO, RN_SPAWN, RN_R_HELLO, RN_R_STARTED, RN_R_STDOUT, RN_R_STDERR, RN_R_STATUS, RN_R_EXIT, RN_R_ERROR = 1, 2, 0x81, 0x82, 0x83, 0x84, 0x85, 0x87, 0x88
 
 
 def rframe(type_, id_, payload=b''):
@@ -260,20 +260,33 @@ def field(tag, value):
 def seeds_runner():
     c = Corpus('runner')
     hello = rframe(RN_R_HELLO, 0, field(1, 1 << 16) + field(2, '0123456789abcdef') + field(3, 7) + field(5, 'x86_64'))
-    reply = (rframe(RN_R_STARTED, 1, field(3, 100) + field(20, 100)) + rframe(RN_R_STDOUT, 1, b'out\n') +
-             rframe(RN_R_STDERR, 1, b'err\n') + rframe(RN_R_STATUS, 1, b'{"s":1}\n') +
-             rframe(RN_R_EXIT, 1, field(30, 3) + field(32, 4) + field(999, 1)))
+    spawn = rframe(RN_SPAWN, 1, field(10, 'echo hi') + field(11, 'a') + field(12, 'K=V') + field(13, '/tmp') +
+                   field(14, 1000) + field(16, b'\0' * 8) + field(17, 7) + field(18, 3))
     for mode in (0, 3, 4, 0x18):
-        c.add(bytes([mode]) + hello + reply, f'reader-{mode}')
-    for mode in (1, 4, 7):
+        c.add(bytes([mode]) + hello + runner_reply(), f'reader-{mode}')
+    c.add(bytes([0]) + rframe(RN_HELLO, 0, field(1, 1 << 16)) + spawn + rframe(4, 1) + rframe(5, 1, field(0, 9)), 'to-runner')
+    c.add(bytes([0x10]) + rframe(RN_R_STDOUT, 1, b'x' * 300), 'over-cap')
+    return c.n
+
+
+def runner_reply():
+    return (rframe(RN_R_STARTED, 1, field(3, 100) + field(20, 100)) + rframe(RN_R_STDOUT, 1, b'out\n') +
+            rframe(RN_R_STDERR, 1, b'err\n') + rframe(RN_R_STATUS, 1, b'{"s":1}\n') +
+            rframe(RN_R_EXIT, 1, field(30, 3) + field(32, 4) + field(999, 1)))
+
+
+def seeds_runner_client():
+    c = Corpus('runner_client')
+    hello = rframe(RN_R_HELLO, 0, field(1, 1 << 16) + field(2, '0123456789abcdef') + field(3, 7) + field(5, 'x86_64'))
+    for mode in (0, 2, 6):
         c.add(bytes([mode]) + hello, f'greeting-{mode}')
-    c.add(bytes([1]) + b'OCI runtime exec failed: exec format error\r\n', 'greeting-garbage')
-    c.add(bytes([1]) + rframe(RN_R_HELLO, 0, field(1, 2 << 16) + field(2, '0123456789abcdef')), 'greeting-v2')
-    for mode in (2, 5, 8, 0x20):
-        c.add(bytes([mode]) + reply, f'request-{mode}')
-    c.add(bytes([2]) + rframe(RN_R_EXIT, 1, field(31, 9) + field(33, 2) + field(34, 3)), 'request-signal')
-    c.add(bytes([2]) + rframe(RN_R_ERROR, 1, field(40, 'refused')), 'request-error')
-    c.add(bytes([2]) + rframe(RN_R_STDOUT, 7, b'x'), 'request-bad-id')
+    c.add(bytes([0]) + b'OCI runtime exec failed: exec format error\r\n', 'greeting-garbage')
+    c.add(bytes([0]) + rframe(RN_R_HELLO, 0, field(1, 2 << 16) + field(2, '0123456789abcdef')), 'greeting-v2')
+    for mode in (1, 3, 5, 0x21):
+        c.add(bytes([mode]) + runner_reply(), f'request-{mode}')
+    c.add(bytes([1]) + rframe(RN_R_EXIT, 1, field(31, 9) + field(33, 2) + field(34, 3)), 'request-signal')
+    c.add(bytes([1]) + rframe(RN_R_ERROR, 1, field(40, 'refused')), 'request-error')
+    c.add(bytes([1]) + rframe(RN_R_STDOUT, 7, b'x'), 'request-bad-id')
     return c.n
 
 
@@ -299,7 +312,7 @@ def main():
     counts = {
         'jsonrpc': seeds_jsonrpc(msgs), 'mcp': seeds_mcp(msgs), 'stdio': seeds_stdio(),
         'http': seeds_http(), 'conf': seeds_conf(), 'demux': seeds_demux(), 'fc': seeds_fc(),
-        'runner': seeds_runner(), 'patch': seeds_patch(),
+        'runner': seeds_runner(), 'runner_client': seeds_runner_client(), 'patch': seeds_patch(),
     }
     for k, v in counts.items():
         print(f'{k}: {v} seeds')

@@ -104,15 +104,21 @@ enum sg_lines_result sg_lines_next(struct sg_lines *l, const char **line, size_t
 		if (!nl) {
 			if (l->len - l->off <= l->max)
 				return SG_LINES_NONE;
-			/* Too long already, whatever follows. */
+			/* Too long already, whatever follows.  Its head stays
+			 * readable until the next sg_lines_room(). */
+			*line = start;
+			*n = l->len - l->off < SG_LINES_HEAD ? l->len - l->off : SG_LINES_HEAD;
 			l->discarding = true;
 			drop_all(l);
 			return SG_LINES_TOO_LONG;
 		}
 		k = (size_t)(nl - start);
 		take_through(l, nl);
-		if (k > l->max)
+		if (k > l->max) {
+			*line = start;
+			*n = k < SG_LINES_HEAD ? k : SG_LINES_HEAD;
 			return SG_LINES_TOO_LONG;
+		}
 		k = trim(start, k);
 		if (k == 0)
 			continue;

@@ -30,8 +30,12 @@ struct sg_lines {
 enum sg_lines_result {
 	SG_LINES_NONE = 0,  /* no complete line (yet) */
 	SG_LINES_LINE,      /* *line, *n: the next line */
-	SG_LINES_TOO_LONG   /* a line longer than max: dropped (told once per line) */
+	SG_LINES_TOO_LONG   /* a line longer than max: dropped (told once per line);
+			     * *line, *n: its first bytes, at most SG_LINES_HEAD, to
+			     * read its id from */
 };
+
+#define SG_LINES_HEAD 65536
 
 /* An empty reader for lines of at most max bytes; the buffer is allocated
  * at once (memchr and memmove want one). */

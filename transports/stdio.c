@@ -162,12 +162,15 @@ static bool drain_lines(struct sg_lines *r)
 
 	while (!atomic_load(&rd.ended) && (got = sg_lines_next(r, &line, &n)) != SG_LINES_NONE) {
 		if (got == SG_LINES_TOO_LONG) {
+			/* One error, with the id when its first bytes hold it. */
+			json_t *id = sg_rpc_peek_id(line, n);
 			char msg[160];
 
 			snprintf(msg, sizeof(msg),
 				 "message larger than %zu bytes ([server] max_message_bytes): it was dropped",
 				 r->max);
-			sg_session_send(rd.s, NULL, sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL), true);
+			sg_session_send(rd.s, NULL, sg_rpc_error(id, SG_RPC_INVALID_REQUEST, msg, NULL), true);
+			json_decref(id);
 			continue;
 		}
 		/* The line is taken already: the next holder starts after it. */

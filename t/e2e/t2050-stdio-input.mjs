@@ -9,7 +9,7 @@
 // SIGTERM in the middle of a burst ends the session cleanly: no call
 // starts after the session's end (one did, after the drain).  A line over
 // [server] max_message_bytes gets one error, however many reads it spans
-// (it got one per read).
+// (it got one per read), with the id its first bytes hold.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t, preflight, rawServer, runCli, tmpdir, resultData, checkSanitizer } from '../lib/sg.mjs';
@@ -101,7 +101,8 @@ t.run(async () => {
   const tooBig = out3.filter((m) => /larger than 65536 bytes/.test(m.error?.message ?? ''));
   t.is(tooBig.length, 3, 'one error for each of the three oversized lines (5 MiB, 70 kB, 1 MiB unterminated)',
     { errors: tooBig.length, first: out3.slice(0, 6).map((m) => JSON.stringify(m).slice(0, 200)) });
-  t.deepEqual(out3.filter((m) => typeof m.id === 'string').map((m) => m.id), ['before', 'between', 'after'],
+  t.deepEqual(tooBig.map((m) => m.id), [4242, 4343, 'cut'], 'each error carries the id read from the line\'s first bytes');
+  t.deepEqual(out3.filter((m) => m.result && m.id !== 1).map((m) => m.id), ['before', 'between', 'after'],
     'the lines around them are answered, in order');
 
   // SIGTERM while a burst is being handled.

@@ -3,10 +3,15 @@
  * message text: parsed, classified, and answered the way core/mcp.c does
  * (an error echoing a usable id, a result), every answer serialised.
  *
+ * Also the id read from the first bytes of a message too large to parse
+ * (sg_rpc_peek_id), from the input and from the parsed message written
+ * out again.
+ *
  * Invariants: a message classified as a request or notification has a
  * string method and object/array params; a request's id is a string or an
  * integer; an invalid one says why; every serialised answer is one line of
- * JSON that parses back to an object with "jsonrpc": "2.0" and the same id.
+ * JSON that parses back to an object with "jsonrpc": "2.0" and the same id;
+ * a peeked id is a string or an integer, and a whole object's is its id.
  */
 #include "config.h"
 
@@ -70,12 +75,37 @@ static void one(json_t *msg)
 	}
 }
 
+/* The id read from a message's first bytes: a usable one or none, from
+ * any prefix; from a whole serialised object, its own id. */
+static void check_peek(const char *data, size_t size, json_t *msg)
+{
+	json_t *id = sg_rpc_peek_id(data, size), *want;
+	char *text;
+
+	FUZZ_ASSERT(!id || json_is_string(id) || json_is_integer(id));
+	json_decref(id);
+	if (!json_is_object(msg))
+		return;
+	text = json_dumps(msg, JSON_COMPACT);
+	if (!text)
+		return;
+	want = json_object_get(msg, "id");
+	id = sg_rpc_peek_id(text, strlen(text));
+	if (json_is_string(want) || json_is_integer(want))
+		FUZZ_ASSERT(id && json_equal(id, want));
+	else
+		FUZZ_ASSERT(!id);
+	json_decref(id);
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_t *msg = sg_rpc_parse((const char *)data, size);
 	size_t i;
 	json_t *v;
 
+	check_peek((const char *)data, size, msg);
 	if (!msg) {
 		check_dump(sg_rpc_error(NULL, SG_RPC_PARSE_ERROR, "parse error", NULL), NULL);
 		return 0;

@@ -40,6 +40,9 @@ static void drain(struct sg_lines *l, struct out *o)
 
 	while ((r = sg_lines_next(l, &line, &n)) != SG_LINES_NONE) {
 		if (r == SG_LINES_TOO_LONG) {
+			/* its first bytes come along, for its id */
+			assert_true(n > l->max && n <= SG_LINES_HEAD);
+			assert_true(line[0] != '\n');
 			put(o, "!", 1);
 			continue;
 		}
@@ -127,6 +130,31 @@ static void test_too_long_once(void **state)
 	same_each_step("a\n\nb\n", 0, "!!");
 }
 
+/* The head of a dropped line: its first bytes, complete or not. */
+static void test_too_long_head(void **state)
+{
+	struct sg_lines l;
+	const char *line;
+	size_t n;
+
+	(void)state;
+	sg_lines_init(&l, 8);
+	add(&l, "{\"id\":42,\"pad\":1}\nok\n", 21);
+	assert_int_equal(sg_lines_next(&l, &line, &n), SG_LINES_TOO_LONG);
+	assert_int_equal(n, 17);
+	assert_memory_equal(line, "{\"id\":42,\"pad\":1}", 17);
+	assert_int_equal(sg_lines_next(&l, &line, &n), SG_LINES_LINE);
+	assert_memory_equal(line, "ok", 2);
+	/* not terminated yet: what has arrived */
+	add(&l, "{\"id\":7,\"x", 10);
+	assert_int_equal(sg_lines_next(&l, &line, &n), SG_LINES_TOO_LONG);
+	assert_int_equal(n, 10);
+	assert_memory_equal(line, "{\"id\":7,\"x", 10);
+	add(&l, "yz\n", 3);
+	assert_int_equal(sg_lines_next(&l, &line, &n), SG_LINES_NONE);
+	sg_lines_free(&l);
+}
+
 /* A dropped line does not make the buffer grow, and bytes already searched
  * are not searched again. */
 static void test_bounded(void **state)
@@ -191,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_too_long_once),
+		cmocka_unit_test(test_too_long_head),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_room),
 	};

@@ -502,6 +502,11 @@ static int int_arg(json_t *args, const char *name, long long def, long long *out
 	d = json_number_value(v);
 	if (d != floor(d))
 		return sg_errf(err, SG_E_INVAL, "argument '%s' must be a whole number", name);
+	/* Past 2^53 a double holds no exact whole number, and past 2^63 its
+	 * conversion would be undefined. */
+	if (d < -9007199254740992.0 || d > 9007199254740992.0)
+		return sg_errf(err, SG_E_INVAL, "argument '%s' is out of range: at most 2^53 (9007199254740992)",
+			       name);
 	*out = (long long)d;
 	return 0;
 }

@@ -126,20 +126,81 @@ out:
 }
 
 /* inih calls the reader once per line, so counting here gives the line the
- * handler is looking at (Debian's inih is built without INI_HANDLER_LINENO). */
+ * handler is looking at (Debian's inih is built without INI_HANDLER_LINENO).
+ * The reader also refuses what inih would take apart silently: a line past
+ * its buffer (the rest would be read as a line of its own: a long comment
+ * could end in a setting), a NUL byte (the rest of the line would be
+ * dropped), an indented line (a continuation: the previous key would get
+ * its text as value) and a section name past inih's 49 bytes (cut). */
 struct reader_ctx {
 	FILE *fp;
 	int line;
+	char *buf;           /* getline's, freed by sg_config_load() */
+	size_t cap;
+	const char *bad;     /* why the file was refused at `line`, or NULL */
+	int num;             /* the size of inih's line buffer */
 };
+
+#define INI_SECTION_MAX 49 /* inih's MAX_SECTION, less its NUL */
+
+/* What is wrong with one line of n bytes (no newline) that inih would read
+ * into a buffer of num bytes, or NULL. */
+static const char *cfg_line_problem(const char *p, size_t n, int num)
+{
+	size_t i = 0;
+
+	if (n >= (size_t)num)
+		return "line too long";
+	if (memchr(p, '\0', n))
+		return "a NUL byte in the line";
+	/* inih's blanks are isspace()'s: '\v' and '\f' indent too */
+	while (i < n && isspace((unsigned char)p[i]))
+		i++;
+	if (i > 0 && i < n && p[i] != '#' && p[i] != ';')
+		return "an indented line";
+	if (i < n && p[i] == '[') {
+		const char *close = memchr(p + i, ']', n - i);
+
+		if (close && (size_t)(close - (p + i) - 1) > INI_SECTION_MAX)
+			return "section name too long";
+	}
+	return NULL;
+}
 
 static char *cfg_reader(char *str, int num, void *stream)
 {
 	struct reader_ctx *rc = stream;
-	char *r = fgets(str, num, rc->fp);
+	ssize_t n = getline(&rc->buf, &rc->cap, rc->fp);
 
-	if (r)
-		rc->line++;
-	return r;
+	if (n < 0 || rc->bad)
+		return NULL;
+	rc->line++;
+	rc->num = num;
+	if (n > 0 && rc->buf[n - 1] == '\n')
+		n--;
+	if ((rc->bad = cfg_line_problem(rc->buf, (size_t)n, num)))
+		return NULL; /* inih sees the end of the file */
+	memcpy(str, rc->buf, (size_t)n);
+	str[n] = '\0';
+	return str;
+}
+
+/* The message for rc->bad, with how to fix it. */
+static int cfg_refuse(const struct reader_ctx *rc, const char *path, struct sg_err *err)
+{
+	if (!strcmp(rc->bad, "line too long"))
+		return sg_errf(err, SG_E_INVAL,
+			       "%s:%d: line longer than %d bytes, the most the INI reader takes: shorten it, or give the value with --set or its SANDGATE_* variable",
+			       path, rc->line, rc->num - 1);
+	if (!strcmp(rc->bad, "a NUL byte in the line"))
+		return sg_errf(err, SG_E_INVAL, "%s:%d: the line holds a NUL byte: the file must be text",
+			       path, rc->line);
+	if (!strcmp(rc->bad, "an indented line"))
+		return sg_errf(err, SG_E_INVAL,
+			       "%s:%d: an indented line: sandgate's INI files have no continuation lines; remove the leading blanks",
+			       path, rc->line);
+	return sg_errf(err, SG_E_INVAL, "%s:%d: section name longer than %d bytes", path, rc->line,
+		       INI_SECTION_MAX);
 }
 
 static int cfg_handler(void *user, const char *section, const char *name,
@@ -193,8 +254,11 @@ int sg_config_load(const char *path, struct sg_err *err)
 		file_mode = st.st_mode;
 	r = ini_parse_stream(cfg_reader, &rc, cfg_handler, &rc);
 	fclose(rc.fp);
+	free(rc.buf);
 	free(file_path);
 	file_path = p;
+	if (rc.bad)
+		return cfg_refuse(&rc, p, err);
 	if (r != 0)
 		return sg_errf(err, SG_E_INVAL,
 			       "%s:%d: not valid INI: expected '[section]', 'key = value' or a comment",

@@ -39,6 +39,12 @@ void sg_rpc_classify(json_t *msg, struct sg_rpc_msg *m);
  * (JSON-RPC: answer -32700 with id null). */
 json_t *sg_rpc_parse(const char *data, size_t len);
 
+/* The id of a message of which only the first len bytes are at hand (one
+ * too large to parse whole): the top-level "id" member when it comes
+ * complete within them and is a string or an integer.  Returns a new
+ * reference, or NULL (no usable id there: answer with id null). */
+json_t *sg_rpc_peek_id(const char *data, size_t len);
+
 /* {"jsonrpc":"2.0","id":id,"result":result}.  id is borrowed (incref'd),
  * result is stolen.  Returns a new reference. */
 json_t *sg_rpc_result(json_t *id, json_t *result);

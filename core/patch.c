@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,10 @@
 #include "core/err.h"
 #include "core/patch.h"
 #include "core/util.h"
+
+/* The largest line number or count a hunk header may give (a text of 100
+ * million lines is past any file the tools handle). */
+#define DIFF_LINE_MAX 100000000L
 
 /* One line of a text: content p[0..len) without its terminator, and full,
  * the length with "\n" or "\r\n". */
@@ -448,23 +453,36 @@ static struct sg_diff_file *add_file(struct sg_diff *d)
 	return &d->files[d->n++];
 }
 
-static bool parse_range(const char **s, long *start, long *count)
+/* One number of a hunk header: digits only, at most DIFF_LINE_MAX, so the
+ * offsets computed from them cannot overflow. */
+static bool parse_line_number(const char **s, long *out)
 {
-	char *end;
+	const char *p = *s;
+	long n = 0;
 
-	*start = strtol(*s, &end, 10);
-	if (end == *s)
+	if (*p < '0' || *p > '9')
 		return false;
-	*count = 1;
-	if (*end == ',') {
-		const char *c = end + 1;
-
-		*count = strtol(c, &end, 10);
-		if (end == c)
+	for (; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n > DIFF_LINE_MAX)
 			return false;
 	}
-	*s = end;
-	return *start >= 0 && *count >= 0;
+	*out = n;
+	*s = p;
+	return true;
+}
+
+static bool parse_range(const char **s, long *start, long *count)
+{
+	if (!parse_line_number(s, start))
+		return false;
+	*count = 1;
+	if (**s == ',') {
+		(*s)++;
+		if (!parse_line_number(s, count))
+			return false;
+	}
+	return true;
 }
 
 static bool parse_hunk_header(const char *p, size_t n, struct sg_diff_hunk *h)
@@ -556,8 +574,9 @@ int sg_diff_parse(const char *text, struct sg_diff **out, struct sg_err *err)
 				memset(h, 0, sizeof(*h));
 				if (!parse_hunk_header(p, n, h)) {
 					sg_errf(err, SG_E_INVAL,
-						"patch line %zu: '%.60s' is not a hunk header like '@@ -12,7 +12,8 @@'",
-						ln + 1, p);
+						"patch line %zu: '%.60s' is not a hunk header like '@@ -12,7 +12,8 @@' "
+						"(line numbers and counts from 0 to %ld)",
+						ln + 1, p, DIFF_LINE_MAX);
 					goto fail;
 				}
 				left_old = h->old_count;
@@ -741,7 +760,7 @@ int sg_diff_apply(const struct sg_diff_file *f, const char *text, size_t len,
 			out_add(&o, fl[k].p, fl[k].full);
 		hunk_emit(&o, h, fl, (size_t)at, eol);
 		if (labs(at - want) > out->max_offset)
-			out->max_offset = (int)labs(at - want);
+			out->max_offset = labs(at - want) < INT_MAX ? (int)labs(at - want) : INT_MAX;
 		if (lvl != LVL_EXACT) {
 			out->fuzzy_hunks++;
 			out->strategy = level_name(lvl);

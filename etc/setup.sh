@@ -30,7 +30,8 @@ packages=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libcurl4-openssl-dev libssh2-1-dev libjansson-dev libinih-dev libmicrohttpd-dev
 	libsqlite3-dev libarchive-dev libcmocka-dev libyaml-dev libssl-dev docker.io
 	debootstrap openssh-server bubblewrap sqlite3 valgrind nodejs npm procps curl
-	ca-certificates python3 python3-matplotlib python3-numpy groff-base)
+	ca-certificates python3 python3-matplotlib python3-numpy groff-base
+	clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
 	case $p in

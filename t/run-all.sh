@@ -5,7 +5,8 @@
 #   bash t/run-all.sh
 #
 # 1. autoreconf -fi
-# 2. build-ci/:  ../configure --enable-werror; make -j2; make check
+# 2. build-ci/:  ../configure --enable-werror; make -j2; make check; make
+#                fuzz-smoke (every libFuzzer target a few seconds, t/fuzz)
 # 3. build-san/: ../configure --enable-werror --enable-sanitizer=address,undefined;
 #                make -j2; make check, with ASan/UBSan options that stop at the
 #                first report, and every test log searched for sanitizer reports
@@ -166,6 +167,20 @@ else
 		timeout -k 30 "$check_timeout" make -C build-ci check-fallback || rc=$?
 		count build-ci test-suite-fallback.log
 		[ "$rc" -eq 0 ] || show_failed_logs build-ci
+	fi
+
+	# Every fuzz target a few seconds from its corpus (clang, libFuzzer):
+	# each one is a test, counted from fuzz-smoke.log.
+	if [ -f build-ci/Makefile ]; then
+		say "build-ci: make fuzz-smoke"
+		rm -f build-ci/fuzz-smoke.log
+		rc=0
+		make -C build-ci -j"$jobs" fuzz-smoke || rc=$?
+		if [ -f build-ci/fuzz-smoke.log ]; then
+			count build-ci fuzz-smoke.log
+		else
+			problem "build-ci: make fuzz-smoke (the fuzz targets did not build)"
+		fi
 	fi
 
 	if [ "${SG_SKIP_SAN:-0}" != 1 ]; then

@@ -69,9 +69,9 @@
 #include "core/session.h"
 #include "core/tools.h"
 #include "core/util.h"
+#include "transports/http_check.h"
 #include "transports/transport.h"
 
-#define MCP_PATH "/mcp"
 #define HDR_SESSION "Mcp-Session-Id"
 #define HDR_VERSION "MCP-Protocol-Version"
 
@@ -92,7 +92,7 @@ struct http_conf {
 	int max_sessions;
 	int grace_ms;
 	size_t max_body;
-	char **allowed;          /* lower-case host names; NULL: any ("*") */
+	struct sg_http_allow allow; /* [server] allowed_hosts */
 	unsigned char (*tokens)[SHA256_DIGEST_LENGTH]; /* SHA-256 of each token */
 	size_t n_tokens;
 	char local_owner[32];    /* owner of unauthenticated sessions */
@@ -139,20 +139,14 @@ struct stream {
 	int64_t detached_ms;
 };
 
-enum req_kind { REQ_POST, REQ_GET, REQ_DELETE };
-
 struct req {
-	enum req_kind kind;
 	struct MHD_Connection *conn;
 	struct hsess *hs;        /* a reference, or NULL (before initialize) */
 	struct stream *st;       /* a reference, or NULL */
 	struct sg_buf body;
-	char owner[96];          /* credential key of the request */
-	unsigned status;         /* an error found in the headers, answered after the body */
-	char why[200];
-	bool bad_token;          /* 401 for a wrong token rather than a missing one */
+	struct sg_http_verdict v; /* the checks' outcome: kind, owner, Accept, and an
+				   * error found in the headers, answered after the body */
 	bool responded;
-	bool want_sse, want_json;
 	bool waiting;            /* DELETE: suspended until the session is closed */
 	bool closed;             /* DELETE: the session is closed */
 };
@@ -444,13 +438,13 @@ static void stream_prime_locked(struct stream *st)
 	st->out = b;
 }
 
-/* The offset just after the event with id `id` in st->out, or 0 (replay
- * everything) when it is not there. */
-static size_t stream_offset_after(const struct stream *st, const char *id)
+/* The offset just after the event with id "no-seq" in st->out, or 0
+ * (replay everything) when it is not there. */
+static size_t stream_offset_after(const struct stream *st, unsigned seq)
 {
 	char pat[80];
 	const char *p, *end;
-	int n = snprintf(pat, sizeof(pat), "id: %s\n", id);
+	int n = snprintf(pat, sizeof(pat), "id: %u-%u\n", st->no, seq);
 
 	if (!st->out.len || n <= 0 || (size_t)n >= sizeof(pat))
 		return 0;
@@ -654,7 +648,7 @@ static enum MHD_Result reply_error(struct req *r, unsigned status, const char *m
 	if (status == MHD_HTTP_UNAUTHORIZED)
 		/* RFC 6750 section 3. */
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-					r->bad_token ? "Bearer realm=\"sandgate\", error=\"invalid_token\""
+					r->v.bad_token ? "Bearer realm=\"sandgate\", error=\"invalid_token\""
 						     : "Bearer realm=\"sandgate\"");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
@@ -686,200 +680,68 @@ static struct MHD_Response *sse_response_locked(struct stream *st)
 	return resp;
 }
 
-/* ---- request checks ------------------------------------------------------- */
+/* ---- request checks (transports/http_check.c) ------------------------------ */
 
-static const char *header(struct MHD_Connection *c, const char *name)
+static enum MHD_Result header_cb(void *cls, enum MHD_ValueKind kind, const char *name,
+				   const char *value)
 {
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	(void)kind;
+	if (name && value)
+		sg_http_req_header(cls, name, value);
+	return MHD_YES;
 }
 
-/* hostname (len bytes, no port; IPv6 in brackets) against [server]
- * allowed_hosts. */
-static bool host_allowed(const char *name, size_t len)
+/* The headers sandgate reads, every field of them (MHD's lookup would see
+ * only the first of a repeated one). */
+static void req_view(struct MHD_Connection *c, const char *url, const char *method,
+		     struct sg_http_req *view)
 {
-	if (!srv.conf.allowed)
-		return true;
-	for (char **a = srv.conf.allowed; *a; a++)
-		if (strlen(*a) == len && strncasecmp(*a, name, len) == 0)
-			return true;
-	return false;
+	memset(view, 0, sizeof(*view));
+	view->path = url;
+	view->method = method;
+	MHD_get_connection_values(c, MHD_HEADER_KIND, header_cb, view);
 }
 
-/* The host part of "host[:port]" or "[v6][:port]": its length. */
-static size_t host_part(const char *hp)
+static void policy(struct sg_http_policy *p)
 {
-	const char *end;
-
-	if (hp[0] == '[') {
-		end = strchr(hp, ']');
-		return end ? (size_t)(end - hp) + 1 : strlen(hp);
-	}
-	return strcspn(hp, ":/");
-}
-
-/* DNS-rebinding protection (MCP basic/transports "Security Warning": servers
- * MUST validate Origin and answer 403 to an invalid one; the conformance
- * scenario dns-rebinding-protection checks Host too).  A request without
- * Origin is not from a browser page and is accepted; one without Host can
- * only be HTTP/1.0 (MHD refuses HTTP/1.1 without it). */
-static const char *check_host_origin(struct MHD_Connection *c)
-{
-	const char *host = header(c, MHD_HTTP_HEADER_HOST);
-	const char *origin = header(c, MHD_HTTP_HEADER_ORIGIN);
-	const char *p;
-
-	if (host && !host_allowed(host, host_part(host)))
-		return "forbidden: the Host header names a host that is not in [server] allowed_hosts";
-	if (!origin)
-		return NULL;
-	p = strstr(origin, "://");
-	if (!p || !host_allowed(p + 3, host_part(p + 3)))
-		return "forbidden: the Origin header names a host that is not in [server] allowed_hosts";
-	return NULL;
-}
-
-/* Bearer authentication (RFC 6750).  Every configured token's digest is
- * compared, in constant time, whatever matches: the timing says nothing
- * about which token or how much of it was right.  Fills r->owner.
- * Returns 0, or -1 (r->bad_token says missing or wrong). */
-static int authenticate(struct req *r)
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	static const char digits[] = "0123456789abcdef";
-	const char *h, *tok;
-	size_t len;
-	int match = 0;
-
-	if (srv.conf.n_tokens == 0) {
-		snprintf(r->owner, sizeof(r->owner), "%s", srv.conf.local_owner);
-		return 0;
-	}
-	h = header(r->conn, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-		return -1;
-	for (tok = h + 7; *tok == ' '; tok++)
-		;
-	len = strlen(tok);
-	while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
-		len--;
-	r->bad_token = true;
-	SHA256((const unsigned char *)tok, len, md);
-	for (size_t i = 0; i < srv.conf.n_tokens; i++)
-		match |= CRYPTO_memcmp(md, srv.conf.tokens[i], sizeof(md)) == 0;
-	if (!match)
-		return -1;
-	r->bad_token = false;
-	/* The owner is the token's own digest prefix, the same for every
-	 * session of one credential (machine visibility, core/machine.h). */
-	memcpy(r->owner, "token:", 6);
-	for (int i = 0; i < 8; i++) {
-		r->owner[6 + 2 * i] = digits[md[i] >> 4];
-		r->owner[7 + 2 * i] = digits[md[i] & 15];
-	}
-	r->owner[22] = '\0';
-	return 0;
-}
-
-/* Accept (MCP basic/transports: clients list application/json and
- * text/event-stream).  Absent means anything.  Returns -1 when neither
- * is acceptable. */
-static int parse_accept(struct req *r)
-{
-	const char *a = header(r->conn, MHD_HTTP_HEADER_ACCEPT);
-
-	if (!a || strstr(a, "*/*")) {
-		r->want_json = r->want_sse = true;
-		return 0;
-	}
-	r->want_json = strcasestr(a, "application/json") || strcasestr(a, "application/*");
-	r->want_sse = strcasestr(a, "text/event-stream") || strcasestr(a, "text/*");
-	return r->want_json || r->want_sse ? 0 : -1;
+	memset(p, 0, sizeof(*p));
+	p->allow = &srv.conf.allow;
+	p->tokens = (const unsigned char (*)[SG_HTTP_DIGEST])srv.conf.tokens;
+	p->n_tokens = srv.conf.n_tokens;
+	p->local_owner = srv.conf.local_owner;
+	p->max_body = srv.conf.max_body;
+	p->stopping = atomic_load(&srv.stopping);
 }
 
 /* Records an error found in the headers: it is answered once the body (if
  * any) is read, so the connection stays usable.  Returns -1. */
-static int fail(struct req *r, unsigned status, const char *fmt, ...) SG_PRINTF(3, 4);
+#define fail(r, ...) sg_http_fail(&(r)->v, __VA_ARGS__)
 
-static int fail(struct req *r, unsigned status, const char *fmt, ...)
+/* Where, who and what (see sg_http_check_access), then which session (400,
+ * 404), then what is accepted and sent (406, 415, 413).  Returns 0 or -1. */
+static int check_request(struct req *r, const char *url, const char *method)
 {
-	va_list ap;
+	struct sg_http_policy p;
+	struct sg_http_req view;
 
-	if (r->status)
+	policy(&p);
+	req_view(r->conn, url, method, &view);
+	if (sg_http_check_access(&p, &view, &r->v) < 0)
 		return -1;
-	r->status = status;
-	va_start(ap, fmt);
-	vsnprintf(r->why, sizeof(r->why), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* Where and who: path (404), method (405), Host and Origin (403), bearer
- * token (401), shutdown (503), protocol version (400).  Returns 0 or -1. */
-static int check_access(struct req *r, const char *url, const char *method)
-{
-	const char *v, *bad;
-
-	if (strcmp(url, MCP_PATH) != 0)
-		return fail(r, MHD_HTTP_NOT_FOUND, "not found: the MCP endpoint is " MCP_PATH);
-	if (!strcmp(method, "POST"))
-		r->kind = REQ_POST;
-	else if (!strcmp(method, "GET"))
-		r->kind = REQ_GET;
-	else if (!strcmp(method, "DELETE"))
-		r->kind = REQ_DELETE;
-	else
-		return fail(r, MHD_HTTP_METHOD_NOT_ALLOWED,
-			    "method %.16s not allowed: use POST, GET or DELETE", method);
-	if ((bad = check_host_origin(r->conn)))
-		return fail(r, MHD_HTTP_FORBIDDEN, "%s", bad);
-	if (authenticate(r) < 0)
-		return fail(r, MHD_HTTP_UNAUTHORIZED, "%s",
-			    r->bad_token ? "unauthorized: the bearer token is not valid"
-					 : "unauthorized: send Authorization: Bearer <token>");
-	if (atomic_load(&srv.stopping))
-		return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
-	/* Any supported revision is accepted, not only the negotiated one: the
-	 * SDK clients send 2025-03-26 on 2025-11-25 sessions at times. */
-	v = header(r->conn, HDR_VERSION);
-	if (v && !sg_mcp_version_supported(v))
-		return fail(r, MHD_HTTP_BAD_REQUEST,
-			    "unsupported MCP-Protocol-Version '%.32s': use 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05",
-			    v);
-	return 0;
-}
-
-/* Which session (400, 404) and what (406, 415, 413).  Returns 0 or -1. */
-static int check_message(struct req *r)
-{
-	const char *v, *sid = header(r->conn, HDR_SESSION);
-
-	if (sid) {
-		r->hs = table_find(sid, r->owner);
+	if (view.session_id) {
+		/* An id of another form cannot be one of ours. */
+		r->hs = sg_http_session_id_valid(view.session_id) ? table_find(view.session_id, r->v.owner)
+								  : NULL;
 		if (!r->hs)
 			return fail(r, MHD_HTTP_NOT_FOUND,
 				    "session not found: it ended or expired; send initialize without Mcp-Session-Id");
 		pthread_mutex_lock(&r->hs->lock);
 		r->hs->last_seen_ms = sg_now_ms();
 		pthread_mutex_unlock(&r->hs->lock);
-	} else if (r->kind != REQ_POST) {
+	} else if (r->v.kind != SG_HTTP_POST) {
 		return fail(r, MHD_HTTP_BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing");
 	}
-	if (parse_accept(r) < 0)
-		return fail(r, MHD_HTTP_NOT_ACCEPTABLE,
-			    "not acceptable: accept application/json and text/event-stream");
-	if (r->kind == REQ_GET && !r->want_sse)
-		return fail(r, MHD_HTTP_NOT_ACCEPTABLE, "not acceptable: GET serves text/event-stream");
-	if (r->kind != REQ_POST)
-		return 0;
-	v = header(r->conn, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (v && strncasecmp(v, "application/json", 16) != 0)
-		return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
-			    "unsupported media type: POST a JSON-RPC message as application/json");
-	v = header(r->conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (v && strtoull(v, NULL, 10) > srv.conf.max_body)
-		return fail(r, MHD_HTTP_CONTENT_TOO_LARGE,
-			    "message larger than %zu bytes ([server] max_message_bytes)", srv.conf.max_body);
-	return 0;
+	return sg_http_check_message(&p, &view, &r->v);
 }
 
 /* ---- POST ------------------------------------------------------------------ */
@@ -890,12 +752,7 @@ static int check_message(struct req *r)
  * error. */
 static int post_new_session(struct req *r)
 {
-	json_t *msg = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, NULL);
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	bool init = method && !strcmp(method, "initialize") && json_object_get(msg, "id");
-
-	json_decref(msg);
-	if (!init) {
+	if (!sg_http_body_is_initialize(r->body.data, r->body.len)) {
 		fail(r, MHD_HTTP_BAD_REQUEST,
 		     "bad request: the Mcp-Session-Id header is missing (only initialize starts a session)");
 		return -1;
@@ -906,7 +763,7 @@ static int post_new_session(struct req *r)
 		     srv.conf.max_sessions);
 		return -1;
 	}
-	r->hs = hsess_new(r->owner);
+	r->hs = hsess_new(r->v.owner);
 	return 0;
 }
 
@@ -943,12 +800,12 @@ static enum MHD_Result post_decide_locked(struct req *r, int n, const char *new_
 	/* 202: only notifications or responses, or a call cancelled already */
 	if (!st->final && (n == 0 || st->done))
 		return reply_empty(r, MHD_HTTP_ACCEPTED);
-	if (st->done && st->final && (!r->want_sse || (r->want_json && st->out.len == 0))) {
+	if (st->done && st->final && (!r->v.want_sse || (r->v.want_json && st->out.len == 0))) {
 		body = st->final;
 		st->final = NULL;
 		return reply_json(r, MHD_HTTP_OK, body, st->final_len, new_id);
 	}
-	if (r->want_sse) {
+	if (r->v.want_sse) {
 		st->mode = MODE_SSE;
 		if (prime)
 			stream_prime_locked(st);
@@ -981,7 +838,7 @@ static enum MHD_Result post_handle(struct req *r)
 
 	if (!r->hs) {
 		if (post_new_session(r) < 0)
-			return reply_error(r, r->status, r->why);
+			return reply_error(r, r->v.status, r->v.why);
 		is_new = true;
 	}
 	hs = r->hs;
@@ -1011,8 +868,8 @@ static enum MHD_Result post_handle(struct req *r)
 	 * reference keeps the stream alive here. */
 	if (n == 0 && r->st->owed)
 		stream_settle_locked(r->st);
-	if (r->status) /* initialize answered, but no room for the session */
-		ret = reply_error(r, r->status, r->why);
+	if (r->v.status) /* initialize answered, but no room for the session */
+		ret = reply_error(r, r->v.status, r->v.why);
 	else
 		ret = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime);
 	pthread_mutex_unlock(&hs->lock);
@@ -1049,13 +906,8 @@ static enum MHD_Result post_resumed(struct req *r)
 
 /* The stream a Last-Event-ID ("no-seq") names, if it is resumable.
  * hs->lock held. */
-static struct stream *stream_find_locked(struct hsess *hs, const char *last)
+static struct stream *stream_find_locked(struct hsess *hs, unsigned no)
 {
-	char *end;
-	unsigned long no = strtoul(last, &end, 10);
-
-	if (end == last || *end != '-')
-		return NULL;
 	for (struct stream *st = hs->streams; st; st = st->next)
 		if (st->no == no && !st->is_get && st->mode == MODE_SSE && st->refs > 0)
 			return st;
@@ -1066,7 +918,7 @@ static struct stream *stream_find_locked(struct hsess *hs, const char *last)
  * events after Last-Event-ID of that stream only, then the rest live.  A
  * connection still attached is taken over: the client gave up on it, even
  * if MHD cannot see that yet (it does not watch suspended connections). */
-static struct stream *get_resume_locked(struct req *r, struct stream *st, const char *last,
+static struct stream *get_resume_locked(struct req *r, struct stream *st, unsigned seq,
 					struct MHD_Connection **wake)
 {
 	if (st->conn) {
@@ -1074,13 +926,13 @@ static struct stream *get_resume_locked(struct req *r, struct stream *st, const 
 		*wake = stream_wake_locked(st);
 		st->conn = NULL;
 	}
-	st->sent = stream_offset_after(st, last);
+	st->sent = stream_offset_after(st, seq);
 	st->refs++; /* the request's */
 	if (st->retained) {
 		st->retained = false;
 		st->refs--;
 	}
-	SG_DEBUG("http: session %s resumes stream %u after %s", r->hs->s->hash, st->no, last);
+	SG_DEBUG("http: session %s resumes stream %u after event %u", r->hs->s->hash, st->no, seq);
 	return st;
 }
 
@@ -1106,8 +958,10 @@ static struct stream *get_new_locked(struct req *r, bool prime, struct MHD_Conne
 static enum MHD_Result get_open(struct req *r)
 {
 	struct hsess *hs = r->hs;
-	const char *last = header(r->conn, MHD_HTTP_HEADER_LAST_EVENT_ID);
+	const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_LAST_EVENT_ID);
 	struct MHD_Connection *wake = NULL;
+	unsigned no, seq;
 	struct MHD_Response *resp = NULL;
 	bool prime = wants_priming(hs->s);
 	struct stream *st;
@@ -1117,8 +971,9 @@ static enum MHD_Result get_open(struct req *r)
 		pthread_mutex_unlock(&hs->lock);
 		return reply_error(r, MHD_HTTP_NOT_FOUND, "session not found: it ended or expired");
 	}
-	st = last ? stream_find_locked(hs, last) : NULL;
-	st = st ? get_resume_locked(r, st, last, &wake) : get_new_locked(r, prime, &wake);
+	/* An id that is not of our form names no stream: a new one. */
+	st = last && sg_http_event_id_parse(last, &no, &seq) == 0 ? stream_find_locked(hs, no) : NULL;
+	st = st ? get_resume_locked(r, st, seq, &wake) : get_new_locked(r, prime, &wake);
 	r->st = st;
 	st->conn = r->conn;
 	resp = sse_response_locked(st);
@@ -1268,18 +1123,18 @@ static void req_free(struct req *r)
 
 static void req_body(struct req *r, const char *data, size_t n)
 {
-	if (r->status || r->responded)
+	if (r->v.status || r->responded)
 		return; /* an error is coming: the body is read and dropped */
-	if (r->kind != REQ_POST) {
+	if (r->v.kind != SG_HTTP_POST) {
 		fail(r, MHD_HTTP_BAD_REQUEST, "bad request: %s takes no body",
-		     r->kind == REQ_GET ? "GET" : "DELETE");
+		     r->v.kind == SG_HTTP_GET ? "GET" : "DELETE");
 		return;
 	}
 	if (r->body.len + n > srv.conf.max_body) {
 		sg_buf_release(&r->body);
 		fail(r, MHD_HTTP_CONTENT_TOO_LARGE,
 		     "message larger than %zu bytes ([server] max_message_bytes)", srv.conf.max_body);
-		reply_error(r, r->status, r->why);
+		reply_error(r, r->v.status, r->v.why);
 		return;
 	}
 	buf_add(&r->body, data, n);
@@ -1298,12 +1153,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->conn = conn;
 		*con_cls = r;
 		atomic_fetch_add(&srv.live_reqs, 1);
-		if (check_access(r, url, method) == 0)
-			check_message(r);
-		/* A body too large to read is refused at once (MHD then closes
-		 * the connection). */
-		if (r->status == MHD_HTTP_CONTENT_TOO_LARGE)
-			return reply_error(r, r->status, r->why);
+		check_request(r, url, method);
+		/* A body too large to read, or whose length has two readings,
+		 * is refused at once (MHD then closes the connection). */
+		if (r->v.status && r->v.reply_now)
+			return reply_error(r, r->v.status, r->v.why);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -1313,14 +1167,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->responded)
 		return MHD_YES;
-	if (r->status)
-		return reply_error(r, r->status, r->why);
-	switch (r->kind) {
-	case REQ_POST:
+	if (r->v.status)
+		return reply_error(r, r->v.status, r->v.why);
+	switch (r->v.kind) {
+	case SG_HTTP_POST:
 		return r->st ? post_resumed(r) : post_handle(r);
-	case REQ_GET:
+	case SG_HTTP_GET:
 		return get_open(r);
-	case REQ_DELETE:
+	case SG_HTTP_DELETE:
 		return delete_session(r);
 	}
 	return MHD_NO;
@@ -1593,38 +1447,18 @@ static int load_tokens(struct http_conf *c)
 	return 0;
 }
 
-/* allowed_hosts: comma-separated names, lower-cased, any port removed
- * ("localhost:8010" means "localhost"); "*" allows every host. */
-static void load_allowed(struct http_conf *c)
+/* [server] allowed_hosts (default: the loopback names).  Returns 0 or -1
+ * (logged). */
+static int load_allowed(struct http_conf *c)
 {
 	const char *list = sg_config_get("server", "allowed_hosts");
-	size_t n = 0;
+	struct sg_err err = { 0 };
 
-	if (!list)
-		list = "localhost,127.0.0.1,[::1]";
-	c->allowed = sg_xcalloc(strlen(list) / 2 + 2, sizeof(char *));
-	while (*list) {
-		size_t len = strcspn(list, ",");
-		char *h = sg_xmalloc(len + 1), *p = h, *e;
-
-		for (size_t i = 0; i < len; i++)
-			if (list[i] != ' ' && list[i] != '\t')
-				*p++ = (char)tolower((unsigned char)list[i]);
-		*p = '\0';
-		list += len + (list[len] ? 1 : 0);
-		e = h + host_part(h);
-		*e = '\0';
-		if (!strcmp(h, "*")) {
-			free(h);
-			sg_strv_free(c->allowed);
-			c->allowed = NULL;
-			return;
-		}
-		if (*h)
-			c->allowed[n++] = h;
-		else
-			free(h);
+	if (sg_http_allow_parse(list ? list : "localhost,127.0.0.1,[::1]", &c->allow, &err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return -1;
 	}
+	return 0;
 }
 
 /* True when every address host resolves to is a loopback address. */
@@ -1657,7 +1491,7 @@ static void conf_release(struct http_conf *c)
 	if (c->tokens)
 		OPENSSL_cleanse(c->tokens, c->n_tokens * sizeof(*c->tokens));
 	free(c->tokens);
-	sg_strv_free(c->allowed);
+	sg_http_allow_free(&c->allow);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -1683,8 +1517,7 @@ static int conf_load(struct http_conf *c)
 		SG_ERROR("[server] max_sessions must be at least 1");
 		return -1;
 	}
-	load_allowed(c);
-	if (load_tokens(c) < 0)
+	if (load_allowed(c) < 0 || load_tokens(c) < 0)
 		return -1;
 	loopback = host_is_loopback(c->host);
 	if (!loopback && !strcmp(sg_config_source("server", "allowed_hosts"), "default")) {
@@ -1745,12 +1578,12 @@ static int listen_socket(const struct http_conf *c, char *url, size_t n, bool *v
 		const struct sockaddr_in6 *a = (const void *)&ss;
 
 		inet_ntop(AF_INET6, &a->sin6_addr, addr, sizeof(addr));
-		snprintf(url, n, "http://[%s]:%u%s", addr, ntohs(a->sin6_port), MCP_PATH);
+		snprintf(url, n, "http://[%s]:%u%s", addr, ntohs(a->sin6_port), SG_HTTP_PATH);
 	} else {
 		const struct sockaddr_in *a = (const void *)&ss;
 
 		inet_ntop(AF_INET, &a->sin_addr, addr, sizeof(addr));
-		snprintf(url, n, "http://%s:%u%s", addr, ntohs(a->sin_port), MCP_PATH);
+		snprintf(url, n, "http://%s:%u%s", addr, ntohs(a->sin_port), SG_HTTP_PATH);
 	}
 	return fd;
 }

@@ -20,6 +20,7 @@
 #include "core/mcp.h"
 #include "core/session.h"
 #include "core/util.h"
+#include "transports/lines.h"
 #include "transports/transport.h"
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,13 +69,6 @@ static const struct sg_transport_ops stdio_ops = {
 	.name = "stdio", .send = stdio_send, .handoff = stdio_handoff,
 };
 
-struct line_reader {
-	char *buf;
-	size_t off, len, cap; /* buf[off, len) is not handled yet */
-	size_t max;           /* largest message accepted */
-	bool discarding;      /* inside an oversized line */
-};
-
 /* Reading is a role that passes between threads (leader/follower).  The
  * thread that reads a tools/call runs it itself, and another thread, already
  * asleep on the same epoll set, reads the next message: a call's way in has
@@ -90,7 +84,7 @@ enum { EV_INPUT, EV_KICK, EV_SIGNAL, EV_END };
 
 static struct {
 	pthread_mutex_t in_lock; /* held by the thread holding the input */
-	struct line_reader r;
+	struct sg_lines r;       /* the input's framing */
 	bool pollable;           /* stdin works with epoll (not a regular file) */
 
 	pthread_mutex_t lock;    /* guards what follows */
@@ -120,16 +114,11 @@ static int arm(int op, int fd, uint32_t events, uint32_t tag)
 	return epoll_ctl(rd.ep, op, fd, &ev);
 }
 
-static bool has_line(const struct line_reader *r)
-{
-	return memchr(r->buf + r->off, '\n', r->len - r->off) != NULL;
-}
-
 /* Gives the input up: the next event goes to one waiting thread.  Called
  * by the holder, which must not touch rd.r after. */
 static void release_input(void)
 {
-	bool lines = has_line(&rd.r);
+	bool lines = sg_lines_ready(&rd.r);
 	uint64_t one = 1;
 
 	holds_input = false;
@@ -162,68 +151,52 @@ static void end_input(int grace_ms)
 	pthread_mutex_unlock(&rd.lock);
 }
 
-static void handle_line(char *line, size_t n)
+/* Handles the complete lines in the buffer, up to the end of the session;
+ * a line longer than max gets one error.  Returns false when a call took
+ * this thread (the input went to another). */
+static bool drain_lines(struct sg_lines *r)
 {
-	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
-		n--;
-	if (n == 0)
-		return;
-	sg_mcp_handle(rd.s, line, n, NULL);
-}
+	const char *line;
+	size_t n;
+	enum sg_lines_result got;
 
-/* Handles the complete lines in the buffer, up to the end of the session.
- * Returns false when a call took this thread (the input went to another). */
-static bool drain_lines(struct line_reader *r)
-{
-	char *nl;
+	while (!atomic_load(&rd.ended) && (got = sg_lines_next(r, &line, &n)) != SG_LINES_NONE) {
+		if (got == SG_LINES_TOO_LONG) {
+			/* One error, with the id when its first bytes hold it. */
+			json_t *id = sg_rpc_peek_id(line, n);
+			char msg[160];
 
-	while (!atomic_load(&rd.ended) && (nl = memchr(r->buf + r->off, '\n', r->len - r->off))) {
-		char *line = r->buf + r->off;
-
-		/* Consumed before it is handled: the next holder starts after
-		 * it. */
-		r->off = (size_t)(nl - r->buf) + 1;
-		if (r->discarding) {
-			r->discarding = false;
+			snprintf(msg, sizeof(msg),
+				 "message larger than %zu bytes ([server] max_message_bytes): it was dropped",
+				 r->max);
+			sg_session_send(rd.s, NULL, sg_rpc_error(id, SG_RPC_INVALID_REQUEST, msg, NULL), true);
+			json_decref(id);
 			continue;
 		}
-		handle_line(line, (size_t)(nl - line));
+		/* The line is taken already: the next holder starts after it. */
+		sg_mcp_handle(rd.s, line, n, NULL);
 		if (!holds_input)
 			return false;
-	}
-	memmove(r->buf, r->buf + r->off, r->len - r->off);
-	r->len -= r->off;
-	r->off = 0;
-	if (r->len > r->max) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg), "message larger than %zu bytes ([server] max_message_bytes): it was dropped",
-			 r->max);
-		sg_session_send(rd.s, NULL, sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL), true);
-		r->len = 0;
-		r->discarding = true;
 	}
 	return true;
 }
 
 /* Reads what stdin has.  Returns 1 after reading, 0 at the end of input
  * (or a read error). */
-static int read_some(struct line_reader *r)
+static int read_some(struct sg_lines *r)
 {
+	size_t room;
+	char *p = sg_lines_room(r, 65536, &room);
 	ssize_t n;
 
-	if (r->cap - r->len < 65536) {
-		r->cap *= 2;
-		r->buf = sg_xrealloc(r->buf, r->cap);
-	}
 	do
-		n = read(STDIN_FILENO, r->buf + r->len, r->cap - r->len);
+		n = read(STDIN_FILENO, p, room);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return 1;
 	if (n <= 0)
 		return 0;
-	r->len += (size_t)n;
+	sg_lines_added(r, (size_t)n);
 	return 1;
 }
 
@@ -233,7 +206,9 @@ static int read_some(struct line_reader *r)
  * input up again, unless a call took it along. */
 static void hold_input(uint32_t tag)
 {
-	struct line_reader *r = &rd.r;
+	struct sg_lines *r = &rd.r;
+	const char *line;
+	size_t len;
 	uint64_t n;
 
 	pthread_mutex_lock(&rd.in_lock);
@@ -241,14 +216,14 @@ static void hold_input(uint32_t tag)
 	if (tag == EV_KICK && read(rd.kfd, &n, sizeof(n)) < 0) {
 		/* already drained: nothing to undo */
 	}
-	if (!has_line(r) && read_some(r) == 0) {
+	if (!sg_lines_ready(r) && read_some(r) == 0) {
 		/* The end: at most an unterminated last line is left. */
-		if (r->len > r->off && !r->discarding) {
+		if (sg_lines_last(r, &line, &len)) {
 			/* Nobody would read after it: no hand-off. */
 			pthread_mutex_lock(&rd.lock);
 			rd.last_line = true;
 			pthread_mutex_unlock(&rd.lock);
-			handle_line(r->buf + r->off, r->len - r->off);
+			sg_mcp_handle(rd.s, line, len, NULL);
 		}
 		SG_DEBUG("end of input, ending the session");
 		end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);
@@ -403,9 +378,7 @@ int sg_stdio_run(void)
 	/* No child may inherit the protocol channel. */
 	fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
 	fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
-	rd.r.max = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
-	rd.r.cap = 131072; /* never NULL: memchr and memmove want a buffer */
-	rd.r.buf = sg_xmalloc(rd.r.cap);
+	sg_lines_init(&rd.r, (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20));
 	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
 	rd.s = sg_session_new(&stdio_ops, NULL, owner);
 	SG_DEBUG("stdio session %s started", rd.s->hash);
@@ -426,7 +399,7 @@ int sg_stdio_run(void)
 	pthread_mutex_unlock(&rd.lock);
 	sg_mcp_drain();
 	sg_session_unref(rd.s);
-	free(rd.r.buf);
+	sg_lines_free(&rd.r);
 	close_events();
 	return started ? 0 : 1;
 }

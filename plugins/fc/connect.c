@@ -8,6 +8,7 @@
 #include "plugins/fc/connect.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,16 +123,22 @@ int64_t fc_json_int64(const json_t *v, int64_t def)
 	const char *s;
 	char *end;
 	long long n;
+	double d;
 
 	if (json_is_integer(v))
 		return (int64_t)json_integer_value(v);
-	if (json_is_real(v))
-		return (int64_t)json_real_value(v);
+	if (json_is_real(v)) {
+		/* Converting a double outside int64's range is undefined:
+		 * 2^63 is the first value past it, -2^63 the last in it. */
+		d = json_real_value(v);
+		return d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? (int64_t)d : def;
+	}
 	if (!json_is_string(v))
 		return def;
 	s = json_string_value(v);
+	errno = 0;
 	n = strtoll(s, &end, 10);
-	return (end != s && *end == '\0') ? (int64_t)n : def;
+	return (end != s && *end == '\0' && errno == 0) ? (int64_t)n : def;
 }
 
 int fc_json_enum(const json_t *v, const char *prefix, const char *const *names, int n)

@@ -55,8 +55,8 @@ int fc_env_feed(struct fc_env_dec *d, const char *p, size_t n, fc_env_fn *fn, vo
 /* True between envelopes (no partial frame pending). */
 bool fc_env_idle(const struct fc_env_dec *d);
 
-/* An int64 field: JSON integer, real or decimal string.  def when absent or
- * unparsable. */
+/* An int64 field: JSON integer, real or decimal string.  def when absent,
+ * unparsable or outside int64's range. */
 int64_t fc_json_int64(const json_t *v, int64_t def);
 
 /* An enum field given as its name or number: returns the number, matching

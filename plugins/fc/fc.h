@@ -266,4 +266,25 @@ sg_stream_close_fn fc_stream_close;
 
 sg_run_code_fn fc_run_code;
 
+/* The reader of /execute's NDJSON stream (ref. 6), fed as the response
+ * arrives: stdout and stderr lines into res->out and res->err (cap bytes
+ * each), `result` lines into res->results, `error` into res->error.  The
+ * fuzzer (t/fuzz/fuzz_fc.c) drives it too.  Zero it, then set fm (may be
+ * NULL), host, res and cap; release `line` with host->buf_release. */
+struct fc_run {
+	struct fc_machine *fm;
+	const struct sg_host_api *host;
+	struct sg_code_result *res;
+	size_t cap;
+	struct sg_buf line;      /* a partial NDJSON line */
+	size_t results_bytes;
+	bool ended;              /* end_of_execution seen */
+	char perr[160];          /* protocol error */
+};
+
+/* Takes the next n bytes of the stream (an fc_req on_data callback; ud is
+ * the struct fc_run).  Returns 0, or -1 with r->perr set (a line over
+ * FC_MAX_NDJSON_LINE). */
+int fc_run_data(void *ud, const char *p, size_t n);
+
 #endif /* SG_FC_FC_H */

@@ -34,17 +34,6 @@ static const struct {
 	{ "code-interpreter-v1", "python javascript typescript shell" },
 };
 
-struct fc_run {
-	struct fc_machine *fm;
-	const struct sg_host_api *host;
-	struct sg_code_result *res;
-	size_t cap;
-	struct sg_buf line;      /* a partial NDJSON line */
-	size_t results_bytes;
-	bool ended;              /* end_of_execution seen */
-	char perr[160];          /* protocol error */
-};
-
 /* ---- language checks ---------------------------------------------------------------- */
 
 static bool fc_word_in(const char *word, const char *list)
@@ -157,7 +146,7 @@ static void fc_run_line(struct fc_run *r, const char *p, size_t n)
 	json_decref(j);
 }
 
-static int fc_run_data(void *ud, const char *p, size_t n)
+int fc_run_data(void *ud, const char *p, size_t n)
 {
 	struct fc_run *r = ud;
 

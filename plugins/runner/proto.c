@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What a payload of 0 bytes points to. */
+static const unsigned char rn_empty[1];
+
 /* ---- numbers ------------------------------------------------------------------ */
 
 uint32_t rn_get_u32(const unsigned char *p)
@@ -142,7 +145,10 @@ int rn_reader_feed(struct rn_reader *r, const void *in, size_t n, rn_frame_fn *f
 			return 0;
 		r->in_payload = false;
 		r->hdr_len = 0;
-		rc = fn(&r->h, r->payload, ud);
+		/* Never NULL, even before any payload was allocated: callers do
+		 * pointer arithmetic and memcpy with it (both undefined on NULL,
+		 * even for 0 bytes). */
+		rc = fn(&r->h, r->payload ? r->payload : rn_empty, ud);
 		if (rc != 0)
 			return rc;
 	}
@@ -246,8 +252,8 @@ void rn_put_u64(struct rn_buf *b, uint16_t tag, uint64_t v)
 
 void rn_iter_init(struct rn_iter *it, const void *payload, size_t len)
 {
-	it->p = payload;
-	it->end = it->p + len;
+	it->p = payload ? payload : rn_empty;
+	it->end = it->p + (payload ? len : 0);
 }
 
 int rn_iter_next(struct rn_iter *it, struct rn_field *f)

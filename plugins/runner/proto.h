@@ -151,8 +151,9 @@ bool rn_type_known(uint8_t type, bool from_runner);
 
 /* ---- an incremental frame reader ------------------------------------------------ */
 
-/* Called for each whole frame; payload is valid for the call only.  A
- * non-zero return stops the feed and is returned by rn_reader_feed(). */
+/* Called for each whole frame; payload (never NULL, even for 0 bytes) is
+ * valid for the call only.  A non-zero return stops the feed and is
+ * returned by rn_reader_feed(). */
 typedef int rn_frame_fn(const struct rn_hdr *h, const unsigned char *payload,
 			void *ud);
 
@@ -217,6 +218,7 @@ struct rn_iter {
 	const unsigned char *p, *end;
 };
 
+/* payload may be NULL when len is 0. */
 void rn_iter_init(struct rn_iter *it, const void *payload, size_t len);
 /* Returns 1 with *f filled, 0 at the end, -1 when a field runs past the
  * payload (corrupt). */

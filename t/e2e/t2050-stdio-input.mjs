@@ -7,7 +7,9 @@
 // the last line (calls early in a file once ended it early: the call's
 // thread met the end of the file while later lines were still buffered).
 // SIGTERM in the middle of a burst ends the session cleanly: no call
-// starts after the session's end (one did, after the drain).
+// starts after the session's end (one did, after the drain).  A line over
+// [server] max_message_bytes gets one error, however many reads it spans
+// (it got one per read), with the id its first bytes hold.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t, preflight, rawServer, runCli, tmpdir, resultData, checkSanitizer } from '../lib/sg.mjs';
@@ -79,6 +81,29 @@ t.run(async () => {
     { late, stderr: r2.stderr.slice(-1000) });
   t.is(out2.filter((m) => typeof m.id === 'string' && m.id.startsWith('ping')).length, PINGS, `all ${PINGS} pings are answered`);
   t.is(out2.length, 4 + 3 + PINGS + 1, 'every request is answered exactly once', { n: out2.length });
+
+  // Lines over [server] max_message_bytes (64 KiB here): one error each,
+  // however many reads they take, and the lines around them are answered.
+  const init = lines.split('\n')[0];
+  const pad = (n) => 'x'.repeat(n);
+  const over = [
+    init,
+    JSON.stringify({ jsonrpc: '2.0', id: 'before', method: 'ping' }),
+    JSON.stringify({ jsonrpc: '2.0', id: 4242, method: 'ping', params: { pad: pad(5 << 20) } }),
+    JSON.stringify({ jsonrpc: '2.0', id: 'between', method: 'ping' }),
+    JSON.stringify({ jsonrpc: '2.0', id: 4343, method: 'ping', params: { pad: pad(70000) } }),
+    JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'ping' }),
+  ].join('\n');
+  const r3 = await runCli(['--set', 'server.max_message_bytes=65536', 'stdio'], {},
+    { input: `${over}\n${JSON.stringify({ jsonrpc: '2.0', id: 'cut', method: 'ping', params: { pad: pad(1 << 20) } })}`, timeout: 60000 });
+  t.is(r3.code, 0, 'oversized lines: exit status 0', { stderr: r3.stderr.slice(-2000) });
+  const out3 = r3.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const tooBig = out3.filter((m) => /larger than 65536 bytes/.test(m.error?.message ?? ''));
+  t.is(tooBig.length, 3, 'one error for each of the three oversized lines (5 MiB, 70 kB, 1 MiB unterminated)',
+    { errors: tooBig.length, first: out3.slice(0, 6).map((m) => JSON.stringify(m).slice(0, 200)) });
+  t.deepEqual(tooBig.map((m) => m.id), [4242, 4343, 'cut'], 'each error carries the id read from the line\'s first bytes');
+  t.deepEqual(out3.filter((m) => m.result && m.id !== 1).map((m) => m.id), ['before', 'between', 'after'],
+    'the lines around them are answered, in order');
 
   // SIGTERM while a burst is being handled.
   const srv2 = await rawServer();

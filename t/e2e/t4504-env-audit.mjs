@@ -85,6 +85,8 @@ t.run(async () => {
     [{ start: -1 }, /start must be >= 0, got -1/],
     [{ end: 0 }, /end must be >= 1, got 0/],
     [{ start: 5, end: 5 }, /end \(5\) must be > start \(5\)/],
+    // past a double's exact whole numbers (1e300 once reached an undefined conversion)
+    [{ tail: 1e300 }, /argument 'tail' is out of range: at most 2\^53/],
   ]) {
     const r = await srv.call('sandbox_audit_query', args);
     t.ok(r.isError && re.test(errorText(r)), `bad bounds ${JSON.stringify(args)}: ${re}`, { text: errorText(r) });

@@ -158,6 +158,26 @@ static void test_proto3_json(void **state)
 	assert_int_equal(fc_json_int64(v, -1), -1);
 	json_decref(v);
 	assert_int_equal(fc_json_int64(NULL, 5), 5); /* omitted: the default */
+	/* Outside int64: the default, never an undefined conversion (found by
+	 * t/fuzz/fuzz_fc.c with a real 1e300). */
+	v = json_real(1e300);
+	assert_int_equal(fc_json_int64(v, -1), -1);
+	json_decref(v);
+	v = json_real(9223372036854775808.0);
+	assert_int_equal(fc_json_int64(v, -1), -1);
+	json_decref(v);
+	v = json_real(-9223372036854775808.0);
+	assert_true(fc_json_int64(v, -1) == INT64_MIN);
+	json_decref(v);
+	v = json_real(-42.9);
+	assert_int_equal(fc_json_int64(v, -1), -42);
+	json_decref(v);
+	v = json_string("9223372036854775808");
+	assert_int_equal(fc_json_int64(v, -1), -1);
+	json_decref(v);
+	v = json_string("-9223372036854775808");
+	assert_true(fc_json_int64(v, -1) == INT64_MIN);
+	json_decref(v);
 	v = json_string("FILE_TYPE_DIRECTORY");
 	assert_int_equal(fc_json_enum(v, "FILE_TYPE_", names, 4), 2);
 	json_decref(v);

@@ -49,13 +49,13 @@ static const struct sg_config_key target_keys[] = {
 static char files[8][512];
 static int n_files;
 
-/* Writes text to a new file in $TMPDIR with the given mode; returns its path. */
-static const char *write_ini(const char *text, mode_t mode)
+/* Writes text[0..len) to a new file in $TMPDIR with the given mode;
+ * returns its path. */
+static const char *write_ini_n(const char *text, size_t len, mode_t mode)
 {
 	const char *tmp = getenv("TMPDIR");
 	char *path;
 	int fd;
-	size_t len = strlen(text);
 
 	assert_true(n_files < 8);
 	path = files[n_files];
@@ -68,6 +68,11 @@ static const char *write_ini(const char *text, mode_t mode)
 	assert_int_equal(fchmod(fd, mode), 0);
 	assert_int_equal(close(fd), 0);
 	return path;
+}
+
+static const char *write_ini(const char *text, mode_t mode)
+{
+	return write_ini_n(text, strlen(text), mode);
 }
 
 /* Removes every variable this file sets, whatever the caller's shell had. */
@@ -380,6 +385,80 @@ static void test_load_errors(void **state)
 	assert_int_equal(sg_config_load(NULL, &err), 0);
 	assert_string_equal(sg_config_file(), good);
 	assert_string_equal(sg_config_get("demo", "mode"), "slow");
+}
+
+/* Lines are taken whole or the file is refused: inih reads at most 199
+ * bytes of a line (the rest became a line of its own, so a long comment
+ * could end in a setting), drops what follows a NUL, makes an indented line
+ * the continuation of the previous key's value, and cuts section names to
+ * 49 bytes (the fuzzer's oracle, t/fuzz/fuzz_conf.c, found these). */
+static void test_lines_whole(void **state)
+{
+	struct sg_err err = { 0 };
+	char text[600], want[1200];
+	const char *path;
+
+	(void)state;
+	/* 199 bytes: the longest line taken */
+	snprintf(text, sizeof(text), "[demo]\nmode = slow ; %0*d\n", 199 - 14, 0);
+	path = write_ini(text, 0600);
+	load_ok(path);
+	assert_string_equal(sg_config_get("demo", "mode"), "slow");
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	snprintf(text, sizeof(text), "[demo]\n# %0*dmode = slow\n", 187, 0);
+	assert_int_equal(strlen(strchr(text, '#')), 201);
+	path = write_ini(text, 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	assert_int_equal(err.code, SG_E_INVAL);
+	snprintf(want, sizeof(want),
+		 "%s:2: line longer than 199 bytes, the most the INI reader takes: shorten it, or give the value with --set or its SANDGATE_* variable",
+		 path);
+	assert_string_equal(err.msg, want);
+	/* nothing of the long line was taken */
+	assert_string_equal(sg_config_get("demo", "mode"), "fast");
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	path = write_ini("[demo]\nmode = slow\n  count = 4\n", 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	snprintf(want, sizeof(want),
+		 "%s:3: an indented line: sandgate's INI files have no continuation lines; remove the leading blanks",
+		 path);
+	assert_string_equal(err.msg, want);
+	assert_string_equal(sg_config_get("demo", "mode"), "slow");
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	path = write_ini("[demo]\nmode = slow\n\vcount = 4\n", 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	assert_non_null(strstr(err.msg, ":3: an indented line"));
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	path = write_ini("[demo]\n  ; indented comment\n\t# another\n  \f \nmode = slow\r\n \t\r\n", 0600);
+	load_ok(path);
+	assert_string_equal(sg_config_get("demo", "mode"), "slow");
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	path = write_ini_n("[demo]\nmode = slow\0count = 4\n", 27, 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	snprintf(want, sizeof(want), "%s:2: the line holds a NUL byte: the file must be text", path);
+	assert_string_equal(err.msg, want);
+
+	sg_config_reset();
+	sg_config_register("demo", demo_keys);
+	snprintf(text, sizeof(text), "[ssh.target.%0*d]\nhost = x\n", 50 - 11, 0);
+	path = write_ini(text, 0600);
+	assert_int_equal(sg_config_load(path, &err), -1);
+	snprintf(want, sizeof(want), "%s:1: section name longer than 49 bytes", path);
+	assert_string_equal(err.msg, want);
+	snprintf(text, sizeof(text), "[ssh.target.%0*d]\nhost = x\n", 49 - 11, 0);
+	sg_config_reset();
+	path = write_ini(text, 0600);
+	load_ok(path);
 }
 
 /* ---- validation ---------------------------------------------------------- */
@@ -707,6 +786,7 @@ int main(void)
 		T(test_ssh_target_sections),
 		T(test_file_lines),
 		T(test_load_errors),
+		T(test_lines_whole),
 		T(test_validate_unknown_warns),
 		T(test_validate_bad_enum),
 		T(test_validate_bad_uint),

@@ -286,6 +286,48 @@ static void test_builders_and_dump(void **state)
 	json_decref(id);
 }
 
+/* The id of a message from its first bytes only (stdio: a line over
+ * [server] max_message_bytes gets one error with it). */
+static void peek_is(const char *text, const char *want)
+{
+	json_t *id = sg_rpc_peek_id(text, strlen(text));
+	char *got = id ? json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+
+	if (!want) {
+		if (got)
+			fail_msg("'%s': peeked %s, want none", text, got);
+	} else if (!got || strcmp(got, want)) {
+		fail_msg("'%s': peeked %s, want %s", text, got ? got : "none", want);
+	}
+	free(got);
+	json_decref(id);
+}
+
+static void test_peek_id(void **state)
+{
+	(void)state;
+	peek_is("{\"jsonrpc\":\"2.0\",\"id\":4242,\"method\":\"ping\",\"params\":{\"pad\":\"xxxx", "4242");
+	peek_is(" {\n \"id\" : \"a\\\"b\" , \"method\"", "\"a\\\"b\"");
+	/* after other members, nested ones skipped (their "id" is not it) */
+	peek_is("{\"params\":{\"id\":1,\"x\":[1,{\"id\":2},\"]}\"]},\"id\":3,", "3");
+	peek_is("{\"\\u0069d\":7,", "7");
+	peek_is("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775808}", "-9223372036854775808");
+	/* not there, cut, or not usable */
+	peek_is("{\"method\":\"ping\",\"params\":{\"pad\":\"xx", NULL);
+	peek_is("{\"id\":42", NULL);           /* 42 may go on: 4242... */
+	peek_is("{\"id\":\"abc", NULL);
+	peek_is("{\"id\":1.5,", NULL);
+	peek_is("{\"id\":null,", NULL);
+	peek_is("{\"id\":true,", NULL);
+	peek_is("{\"id\":[1],", NULL);
+	peek_is("{\"id\":99999999999999999999,", NULL);
+	peek_is("[{\"id\":1}]", NULL);
+	peek_is("{\"i\\", NULL);
+	peek_is("", NULL);
+	peek_is("{}", NULL);
+	peek_is("{\"a\" 1, \"id\": 2}", NULL);
+}
+
 /* ---- ids ------------------------------------------------------------------ */
 
 static void test_ids_echoed(void **state)
@@ -685,6 +727,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_builders_and_dump),
+		cmocka_unit_test(test_peek_id),
 		T(test_ids_echoed),
 		T(test_bad_ids),
 		T(test_invalid_requests),

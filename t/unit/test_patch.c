@@ -172,6 +172,24 @@ static void test_diff_failing_hunk(void **state)
 	assert_int_equal(err.code, SG_E_INVAL);
 	assert_int_equal(sg_diff_parse("@@ -x +1 @@\n+a\n", &d, &err), -1);
 	assert_non_null(strstr(err.msg, "line 1"));
+	/* Line numbers past 100 million: refused, not added up past a long's
+	 * range (found by t/fuzz/fuzz_patch.c: signed overflow) */
+	assert_int_equal(sg_diff_parse("@@ -9223372036854775807,1 +1,1 @@\n-a\n+b\n", &d, &err), -1);
+	assert_non_null(strstr(err.msg, "line numbers and counts from 0 to 100000000"));
+	assert_int_equal(sg_diff_parse("@@ -1,100000001 +1 @@\n-a\n", &d, &err), -1);
+	assert_int_equal(sg_diff_parse("@@ -1,-1 +1 @@\n-a\n", &d, &err), -1);
+	assert_int_equal(sg_diff_parse("@@ - 1 +1 @@\n-a\n", &d, &err), -1);
+	assert_int_equal(sg_diff_parse("@@ -100000000,0 +1,1 @@\n+a\n", &d, &err), 0);
+	{
+		struct sg_patch_out o2;
+
+		/* far past the end: appended, the offset in range */
+		assert_int_equal(sg_diff_apply(&d->files[0], "x\n", 2, &o2, &err), 0);
+		assert_string_equal(o2.text, "x\na\n");
+		assert_int_equal(o2.max_offset, 100000000 - 1);
+		sg_patch_out_free(&o2);
+	}
+	sg_diff_free(d);
 }
 
 static void test_diff_multi_file(void **state)

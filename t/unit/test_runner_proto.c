@@ -173,6 +173,35 @@ static void test_fields(void **state)
 	rn_iter_init(&it, b.data, 5); /* not even a field header */
 	assert_int_equal(rn_iter_next(&it, &f), -1);
 	rn_buf_free(&b);
+	/* No payload at all (found by t/fuzz/fuzz_runner.c: NULL + 0 is
+	 * undefined): an empty list of fields. */
+	rn_iter_init(&it, NULL, 0);
+	assert_int_equal(rn_iter_next(&it, &f), 0);
+}
+
+static int payload_not_null(const struct rn_hdr *h, const unsigned char *p, void *ud)
+{
+	(void)h;
+	assert_non_null(p);
+	++*(int *)ud;
+	return 0;
+}
+
+/* A first frame with no payload: the reader has allocated nothing yet, and
+ * still hands out a pointer. */
+static void test_reader_empty_first(void **state)
+{
+	unsigned char h[RN_HDR_SIZE];
+	struct rn_reader r;
+	int n = 0;
+
+	(void)state;
+	rn_hdr_put(h, RN_R_EXIT, 1, 0);
+	rn_reader_init(&r, RN_MAX_PAYLOAD);
+	assert_int_equal(rn_reader_feed(&r, h, sizeof(h), payload_not_null, &n), 0);
+	assert_int_equal(n, 1);
+	assert_null(r.payload);
+	rn_reader_free(&r);
 }
 
 static int count_only(const struct rn_hdr *h, const unsigned char *p, void *ud)
@@ -770,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_reader_split),
 		cmocka_unit_test(test_reader_corrupt),
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_reader_empty_first),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_client_good),
 		cmocka_unit_test(test_client_garbage_first),

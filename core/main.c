@@ -8,22 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/call.h"
+#include "core/protocol/call.h"
 #include "core/cli/cli.h"
 #include "core/cli/progress.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/keys.h"
-#include "core/log.h"
-#include "core/machine.h"
-#include "core/mcp.h"
-#include "core/plugin.h"
-#include "core/reaper.h"
-#include "core/session.h"
-#include "core/record.h"
-#include "core/tools.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/base/keys.h"
+#include "core/base/log.h"
+#include "core/registry/machine.h"
+#include "core/server/mcp.h"
+#include "core/registry/plugin.h"
+#include "core/registry/reaper.h"
+#include "core/protocol/session.h"
+#include "core/registry/record.h"
+#include "core/tools/registry.h"
+#include "core/base/util.h"
 #include "transports/transport.h"
+#ifdef SG_TEST_FIXTURES
+#include "t/conformance/fixtures.h"
+#endif
 
 enum {
 	EXIT_TOOL_ERROR = 1,
@@ -155,29 +158,24 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 	return 0;
 }
 
-/* Loads the backends and checks the whole configuration.  Returns 0 or an
- * exit status. */
-static int load_backends(void)
+/* Loads the backends and checks the whole configuration.  Returns 0, or
+ * an exit status with err filled. */
+static int load_all(struct sg_err *err)
 {
-	struct sg_err err;
+	const char *def;
 	int lvl;
 
-	const char *def;
-
-	if (sg_plugin_load_configured(&err) < 0) {
-		SG_ERROR("%s", err.msg);
+	if (sg_plugin_load_configured(err) < 0)
 		return EXIT_PLUGIN;
-	}
-	if (sg_config_validate(&err) < 0) {
-		SG_ERROR("%s", err.msg);
+	if (sg_config_validate(err) < 0)
 		return EXIT_CONFIG;
-	}
 	def = sg_config_get("sandbox", "default_backend");
 	if (def && *def && !sg_plugin_find(def)) {
 		char *names = sg_plugin_names();
 
-		SG_ERROR("[sandbox] default_backend = '%s' is not a loaded plugin (loaded: %s): set it to one of them, or unset it to let sandgate choose",
-			 def, names);
+		sg_errf(err, SG_E_INVAL,
+			"[sandbox] default_backend = '%s' is not a loaded plugin (loaded: %s): set it to one of them, or unset it to let sandgate choose",
+			def, names);
 		free(names);
 		return EXIT_CONFIG;
 	}
@@ -187,31 +185,49 @@ static int load_backends(void)
 	return 0;
 }
 
-/* Servers answer initialize before the backends are loaded (dlopen of a
- * plugin and its libraries takes longer than the rest of startup); a
- * failure here is still a startup error and ends the process. */
-static void load_backends_for_server(void)
+static int load_backends(void)
 {
-	int rc = load_backends();
+	struct sg_err err;
+	int rc = load_all(&err);
 
-	if (rc) {
-		fflush(stderr);
-		_exit(rc);
-	}
+	if (rc)
+		SG_ERROR("%s", err.msg);
+	return rc;
 }
 
-static int setup(const struct cli *c, bool lazy_backends)
+/* A server's backends loading beside the first messages: a failure then
+ * (found after initialize was answered) does not end the server; every
+ * tools/list and tools/call answers with it (sg_plugin_ready()). */
+static int load_in_background(struct sg_err *err)
+{
+	if (load_all(err)) {
+		SG_ERROR("%s (every tool call will say so: fix the configuration and restart)", err->msg);
+		return -1;
+	}
+	if (sg_machine_sweep_async() < 0)
+		SG_WARN("cannot start the sweep of lost machines: they stay until the next start");
+	return 0;
+}
+
+static bool config_set(const char *section, const char *key)
+{
+	const char *v = sg_config_get(section, key);
+
+	return v && *v;
+}
+
+static int setup(const struct cli *c, bool server)
 {
 	struct sg_err err;
 	const char *file;
-	int lvl;
+	int lvl, rc;
 
 	sg_core_keys_register();
 	if (sg_config_load(c->config, &err) < 0) {
 		fprintf(stderr, "sandgate: %s\n", err.msg);
 		return EXIT_CONFIG;
 	}
-	if (lazy_backends)
+	if (server)
 		sg_config_freeze(); /* a server: the sources stay as they are */
 	lvl = sg_log_level_parse(sg_config_get("log", "level"));
 	if (lvl >= 0)
@@ -219,11 +235,25 @@ static int setup(const struct cli *c, bool lazy_backends)
 	file = sg_config_get("log", "file");
 	if (file && *file && sg_log_open_file(file) < 0)
 		fprintf(stderr, "sandgate: cannot open log file '%s', logging to stderr\n", file);
+	sg_machine_init();
 	sg_tools_init();
-	if (lazy_backends)
-		return sg_machine_start_async(load_backends_for_server, sg_machine_sweep_lost) < 0
-			       ? EXIT_PLUGIN : 0;
-	return load_backends();
+#ifdef SG_TEST_FIXTURES
+	sg_fixtures_register(); /* t/conformance/sandgate-conformance only */
+#endif
+	/* Every configuration error is found before anything is served.
+	 * dlopen() of the backends and their libraries (some forty) takes
+	 * longer than all the rest of a start, so a server loads them beside
+	 * the first messages when nothing in the configuration waits for them
+	 * to be checked (the usual case: an IDE's stdio server); the router
+	 * holds tools/list and tools/call until they are in.  Otherwise they
+	 * load first, and a bad value stops the start before initialize. */
+	if (server && !sg_config_sets_unregistered() && !config_set("plugin", "load") &&
+	    !config_set("sandbox", "default_backend"))
+		return sg_plugin_load_async(load_in_background) < 0 ? EXIT_PLUGIN : 0;
+	rc = load_backends();
+	if (rc == 0 && server && sg_machine_sweep_async() < 0)
+		SG_WARN("cannot start the sweep of lost machines: they stay until the next start");
+	return rc;
 }
 
 static void print_key(const char *section, const struct sg_config_key *k, const char *value,
@@ -381,8 +411,10 @@ int main(int argc, char **argv)
 		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
 		sg_reaper_stop();
 	}
-	if (server)
-		sg_machine_start_join();
+	if (server) {
+		sg_plugin_load_join();
+		sg_machine_sweep_join();
+	}
 out:
 	sg_machine_release_all();
 	sg_tools_fini();

@@ -13,9 +13,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include "core/err.h"
-#include "core/mcp.h"
-#include "core/util.h"
+#include "core/base/err.h"
+#include "core/server/mcp.h"
+#include "core/base/util.h"
 #include "transports/http_check.h"
 
 /* ---- hosts ----------------------------------------------------------------- */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "core/util.h"
+#include "core/base/util.h"
 #include "transports/lines.h"
 
 #define LINES_FIRST_CAP 4096 /* grown by the first sg_lines_room() of a read */

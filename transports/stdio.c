@@ -14,12 +14,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/conf.h"
-#include "core/jsonrpc.h"
-#include "core/log.h"
-#include "core/mcp.h"
-#include "core/session.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/protocol/jsonrpc.h"
+#include "core/base/log.h"
+#include "core/server/exec.h"
+#include "core/server/mcp.h"
+#include "core/protocol/session.h"
+#include "core/base/util.h"
 #include "transports/lines.h"
 #include "transports/transport.h"
 
@@ -397,7 +398,7 @@ int sg_stdio_run(void)
 	while (rd.threads > 0)
 		pthread_cond_wait(&rd.gone, &rd.lock);
 	pthread_mutex_unlock(&rd.lock);
-	sg_mcp_drain();
+	sg_exec_drain();
 	sg_session_unref(rd.s);
 	sg_lines_free(&rd.r);
 	close_events();

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "core/cli/atomic.h"
-#include "core/err.h"
-#include "core/util.h"
+#include "core/base/err.h"
+#include "core/base/util.h"
 
 static int write_all(int fd, const char *p, size_t len)
 {

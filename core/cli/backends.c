@@ -3,7 +3,7 @@
 #include "config.h"
 
 #include "core/cli/backends.h"
-#include "core/plugin.h"
+#include "core/registry/plugin.h"
 
 #define STATUS_PROBE_MS 3000
 

@@ -13,12 +13,12 @@
 
 #include "core/cli/cli.h"
 #include "core/cli/commands.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/keys.h"
-#include "core/log.h"
-#include "core/plugin.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/base/keys.h"
+#include "core/base/log.h"
+#include "core/registry/plugin.h"
+#include "core/base/util.h"
 
 static const struct {
 	const char *name;

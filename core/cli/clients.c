@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "core/cli/clients.h"
-#include "core/err.h"
-#include "core/util.h"
+#include "core/base/err.h"
+#include "core/base/util.h"
 
 static const struct sg_client clients[] = {
 	{ "cursor", "Cursor", SG_CLIENT_JSON, SG_BASE_HOME, ".cursor/mcp.json", "mcpServers",

@@ -16,9 +16,9 @@
 #include "core/cli/commands.h"
 #include "core/cli/deploy.h"
 #include "core/cli/jsonfile.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/base/util.h"
 
 static const char deploy_help[] =
 	"usage: sandgate deploy --target fc [--output-dir DIR] [OPTIONS]\n"

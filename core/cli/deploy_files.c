@@ -8,7 +8,7 @@
 #include "core/cli/cli.h"
 #include "core/cli/deploy.h"
 #include "core/cli/jsonfile.h"
-#include "core/util.h"
+#include "core/base/util.h"
 
 /* Two stages: the build one needs the -dev packages and the tool chain;
  * the image that runs keeps only the libraries.  The build context is the

@@ -7,9 +7,9 @@
 #include "core/cli/cli.h"
 #include "core/cli/clients.h"
 #include "core/cli/entry.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/base/util.h"
 
 static bool same_dir(const char *a, const char *b)
 {

@@ -13,10 +13,10 @@
 #include "core/cli/entry.h"
 #include "core/cli/jsonfile.h"
 #include "core/cli/snippet.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/tools.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/tools/registry.h"
+#include "core/base/util.h"
 
 static const char install_help[] =
 	"usage: sandgate install --target CLIENT [OPTIONS] [-- SERVER-ARGS...]\n"

@@ -14,8 +14,8 @@
 #include "core/cli/atomic.h"
 #include "core/cli/cli.h"
 #include "core/cli/jsonfile.h"
-#include "core/err.h"
-#include "core/util.h"
+#include "core/base/err.h"
+#include "core/base/util.h"
 
 /* Reads the whole file, at most SG_JSONFILE_MAX bytes.  Returns 0, 1 when
  * it does not exist, -1 with err. */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/cli/progress.h"
-#include "core/session.h"
+#include "core/protocol/session.h"
 
 static pthread_mutex_t line_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool shown; /* under line_lock */

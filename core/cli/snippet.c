@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buf.h"
+#include "core/base/buf.h"
 #include "core/cli/clients.h"
 #include "core/cli/jsonfile.h"
 #include "core/cli/snippet.h"
-#include "core/util.h"
+#include "core/base/util.h"
 
 /* A JSON string literal is also a TOML basic string and a YAML
  * double-quoted scalar: the same escapes (jansson never writes "\/"). */

@@ -11,11 +11,11 @@
 #include "core/cli/commands.h"
 #include "core/cli/entry.h"
 #include "core/cli/jsonfile.h"
-#include "core/conf.h"
-#include "core/err.h"
-#include "core/plugin.h"
-#include "core/tools.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/registry/plugin.h"
+#include "core/tools/registry.h"
+#include "core/base/util.h"
 
 static const char status_help[] =
 	"usage: sandgate status [--json] [--workspace DIR]\n"

@@ -136,13 +136,9 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 	struct docker_ctx *ctx;
 	const char *url;
 
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return host->errf(err, SG_E_INTERNAL, "docker: libcurl failed to start");
 	ctx = calloc(1, sizeof(*ctx)); /* freed by docker_fini() */
-	if (!ctx) {
-		curl_global_cleanup();
+	if (!ctx)
 		return host->errf(err, SG_E_NOMEM, "docker: out of memory");
-	}
 	ctx->host = host;
 	ctx->default_template = host->config_get("docker", "default_template");
 	if (!ctx->default_template || !*ctx->default_template)
@@ -157,7 +153,6 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 	if (!ctx->engine) {
 		docker_runner_teardown(ctx);
 		free(ctx);
-		curl_global_cleanup();
 		return -1;
 	}
 	*priv = ctx;
@@ -198,7 +193,6 @@ static void docker_fini(void *priv)
 	docker_engine_free(ctx->engine);
 	docker_runner_teardown(ctx);
 	free(ctx);
-	curl_global_cleanup();
 }
 
 /* ---- the descriptor ------------------------------------------------------------- */

@@ -39,6 +39,7 @@ struct docker_engine {
 	CURL *idle[DOCKER_POOL_MAX];     /* reusable handles with live connections */
 	size_t n_idle;
 	char api[16];                    /* negotiated "1.41", "" until then */
+	bool curl_started;               /* curl_global_init() done (ended in free) */
 };
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -100,6 +101,8 @@ void docker_engine_free(struct docker_engine *e)
 		return;
 	for (i = 0; i < e->n_idle; i++)
 		curl_easy_cleanup(e->idle[i]);
+	if (e->curl_started)
+		curl_global_cleanup();
 	pthread_mutex_destroy(&e->lock);
 	free(e->unsupported);
 	free(e);
@@ -169,6 +172,10 @@ static CURL *docker_pool_take(struct docker_engine *e)
 	pthread_mutex_lock(&e->lock);
 	if (e->n_idle > 0)
 		h = e->idle[--e->n_idle];
+	/* libcurl (and OpenSSL under it) starts at the first request, not at
+	 * sandgate's start: its global init is thread-safe (7.84+) and counted. */
+	if (!h && !e->curl_started)
+		e->curl_started = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 	pthread_mutex_unlock(&e->lock);
 	return h ? h : curl_easy_init();
 }

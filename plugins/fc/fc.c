@@ -292,7 +292,6 @@ static void fc_fini(void *priv)
 	free(ctx->envd_user);
 	free(ctx->envd_basic);
 	free(ctx);
-	curl_global_cleanup();
 }
 
 /* Reads the configuration; never touches the network (cold start stays fast,
@@ -301,13 +300,9 @@ static int fc_init(const struct sg_host_api *host, void **priv, struct sg_err *e
 {
 	struct fc_ctx *ctx;
 
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return host->errf(err, SG_E_INTERNAL, "fc: libcurl failed to start");
 	ctx = calloc(1, sizeof(*ctx)); /* freed by fc_fini() */
-	if (!ctx) {
-		curl_global_cleanup();
+	if (!ctx)
 		return host->errf(err, SG_E_NOMEM, "fc: out of memory");
-	}
 	ctx->host = host;
 	if (fc_config_endpoints(ctx, err) < 0 || fc_config_rest(ctx, err) < 0)
 		goto fail;
@@ -323,7 +318,7 @@ static int fc_init(const struct sg_host_api *host, void **priv, struct sg_err *e
 	*priv = ctx;
 	return 0;
 fail:
-	fc_fini(ctx); /* also ends the curl_global_init() above */
+	fc_fini(ctx);
 	return -1;
 }
 

@@ -39,6 +39,7 @@ struct fc_http {
 	pthread_mutex_t lock;
 	struct fc_conn *idle;           /* owned list */
 	unsigned n_idle;
+	bool curl_started;              /* curl_global_init() done (ended in free) */
 };
 
 /* What the curl callbacks see during one attempt. */
@@ -87,6 +88,8 @@ void fc_http_free(struct fc_http *h)
 		h->idle = c->next;
 		fc_conn_free(c);
 	}
+	if (h->curl_started)
+		curl_global_cleanup();
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -101,6 +104,10 @@ static struct fc_conn *fc_conn_get(struct fc_http *h)
 		h->idle = c->next;
 		h->n_idle--;
 	}
+	/* libcurl (and OpenSSL under it) starts at the first request, not at
+	 * sandgate's start: its global init is thread-safe (7.84+) and counted. */
+	if (!c && !h->curl_started)
+		h->curl_started = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 	pthread_mutex_unlock(&h->lock);
 	if (c)
 		return c;

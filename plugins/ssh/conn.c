@@ -517,6 +517,10 @@ static struct ssh_conn *ssh_conn_connect(struct ssh_pool *p, const struct sg_cal
 		p->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 		return NULL;
 	}
+	if (ssh_lib_start(p->ctx, err) < 0) {
+		free(c);
+		return NULL;
+	}
 	c->pool = p;
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);

@@ -111,13 +111,9 @@ static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *
 	struct ssh_ctx *ctx;
 
 	ssh_host = host;
-	if (libssh2_init(0) != 0)
-		return host->errf(err, SG_E_INTERNAL, "ssh: libssh2 failed to initialise its crypto backend");
 	ctx = calloc(1, sizeof(*ctx)); /* freed by ssh_fini() */
-	if (!ctx) {
-		libssh2_exit();
+	if (!ctx)
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-	}
 	ctx->host = host;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->kh_lock, NULL);
@@ -126,7 +122,6 @@ static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *
 		pthread_mutex_destroy(&ctx->lock);
 		pthread_mutex_destroy(&ctx->kh_lock);
 		free(ctx);
-		libssh2_exit();
 		return host->errf(err, SG_E_INTERNAL, "ssh: no randomness: %s", strerror(errno));
 	}
 	ssh_runner_setup(ctx);
@@ -176,8 +171,27 @@ static void ssh_fini(void *priv)
 	ssh_runner_teardown(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->kh_lock);
+	if (ctx->lib_started)
+		libssh2_exit();
 	free(ctx);
-	libssh2_exit();
+}
+
+/* libssh2 (and its crypto library) starts with the first connection, not
+ * with sandgate: init() stays cheap for a backend nobody uses. */
+int ssh_lib_start(struct ssh_ctx *ctx, struct sg_err *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->lib_started) {
+		if (libssh2_init(0) == 0)
+			ctx->lib_started = true;
+		else
+			rc = ctx->host->errf(err, SG_E_INTERNAL,
+					     "ssh: libssh2 failed to initialise its crypto backend");
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
 }
 
 /* ---- the descriptor ----------------------------------------------------------------- */

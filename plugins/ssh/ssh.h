@@ -75,7 +75,8 @@ struct ssh_pool;
 /* The plugin's priv: made by init(), freed by fini(). */
 struct ssh_ctx {
 	const struct sg_host_api *host;   /* borrowed, process lifetime */
-	pthread_mutex_t lock;             /* guards pools */
+	pthread_mutex_t lock;             /* guards pools and lib_started */
+	bool lib_started;                 /* libssh2_init() done (ssh_lib_start) */
 	struct ssh_pool *pools;           /* owned, one per target, freed by fini */
 	char nonce[17];                   /* marks the wrapper's line (random per process) */
 	size_t file_cap;
@@ -111,6 +112,10 @@ void ssh_strv_free(char **v);
  * Returns 0, or -1 with SG_E_NOTFOUND (no such section) / SG_E_INVAL. */
 int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target *t,
 		       struct sg_err *err);
+/* Starts libssh2 once, before the first connection.  Returns 0 or -1 with
+ * err. */
+int ssh_lib_start(struct ssh_ctx *ctx, struct sg_err *err);
+
 /* Opens a TCP connection to t (non-blocking connect, NODELAY and
  * keepalive set) by the monotonic deadline (ssh_now_ms() units), honouring
  * call's cancellation.  Returns the socket, or -1 with err

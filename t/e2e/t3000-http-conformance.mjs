@@ -81,4 +81,19 @@ t.run(async () => {
 
   const stop = await srv.stop('SIGTERM', 30000);
   t.ok(stop && stop.code === 0 && stop.signal === null, 'SIGTERM: sandgate http exits with status 0', stop);
+
+  // the fixtures live in the test build only: the real sandgate lists none
+  // and answers a call of one as an unknown tool
+  const prod = await startHttp({});
+  const psid = await initSession(prod.url);
+  const list = await request(prod.url, { body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, sid: psid, version: '2025-11-25' });
+  const names = (list.json?.result?.tools ?? []).map((x) => x.name);
+  t.ok(names.length >= 15 && !names.some((n) => n.startsWith('test_') || n === 'json_schema_2020_12_tool'),
+    'the production binary lists no fixture tool', { names });
+  const call = await request(prod.url, {
+    body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'test_simple_text', arguments: {} } },
+    sid: psid, version: '2025-11-25',
+  });
+  t.like(call.json?.error?.message ?? '', /unknown tool 'test_simple_text'/, '... and does not answer one', call.json);
+  await prod.stop('SIGTERM', 30000);
 }, { timeout: 240 });

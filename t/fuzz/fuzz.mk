@@ -33,7 +33,7 @@ Q := $(if $(filter 1,$(V)),,@)
 objs = $(patsubst %.c,$(O)/%.o,$(filter %.c,$(1)))
 
 core_objs := $(call objs,$(CORE_SRCS))
-fc_objs := $(call objs,$(FC_SRCS) t/lib/fakehost.c core/buf.c)
+fc_objs := $(call objs,$(FC_SRCS) t/lib/fakehost.c core/base/buf.c)
 
 # What each target links besides its harness, and with which libraries.
 deps_jsonrpc := $(core_objs)

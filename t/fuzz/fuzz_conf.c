@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the INI adapter (core/conf.c over inih).  The input is a
+ * Fuzz target: the INI adapter (core/base/conf.c over inih).  The input is a
  * configuration file, optionally followed by a NUL and NUL-separated --set
  * assignments.  The file is loaded from a memfd by its /proc path, validated
  * against the core's keys and a wildcard section like ssh.so's, and every
@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/conf.h"
-#include "core/keys.h"
-#include "core/log.h"
+#include "core/base/conf.h"
+#include "core/base/keys.h"
+#include "core/base/log.h"
 #include "t/fuzz/fuzz.h"
 
 extern char **environ;

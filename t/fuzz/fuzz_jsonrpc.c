@@ -1,6 +1,6 @@
 /*
- * Fuzz target: JSON-RPC 2.0 framing (core/jsonrpc.c).  The input is one
- * message text: parsed, classified, and answered the way core/mcp.c does
+ * Fuzz target: JSON-RPC 2.0 framing (core/protocol/jsonrpc.c).  The input is one
+ * message text: parsed, classified, and answered the way core/server/mcp.c does
  * (an error echoing a usable id, a result), every answer serialised.
  *
  * Also the id read from the first bytes of a message too large to parse
@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "core/jsonrpc.h"
+#include "core/protocol/jsonrpc.h"
 #include "t/fuzz/fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

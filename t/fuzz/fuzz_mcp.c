@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the MCP method dispatch (core/mcp.c) behind a transport that
+ * Fuzz target: the MCP method dispatch (core/server/mcp.c) behind a transport that
  * keeps what is sent.  The input is a conversation: its lines are handed to
  * sg_mcp_handle() one after another on one session, as stdio does, so an
  * initialize can change what later lines may do (batches on 2025-03-26).
@@ -19,12 +19,12 @@
 
 #include <jansson.h>
 
-#include "core/conf.h"
-#include "core/jsonrpc.h"
-#include "core/log.h"
-#include "core/mcp.h"
-#include "core/session.h"
-#include "core/tools.h"
+#include "core/base/conf.h"
+#include "core/protocol/jsonrpc.h"
+#include "core/base/log.h"
+#include "core/server/mcp.h"
+#include "core/protocol/session.h"
+#include "core/tools/registry.h"
 #include "t/fuzz/fuzz.h"
 
 static int sent;

@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the edit engine (core/patch.c).  The input holds up to three
+ * Fuzz target: the edit engine (core/tools/patch.c).  The input holds up to three
  * parts separated by NUL bytes: a file's text, a second text, a third.  The
  * first byte picks:
  *
@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "core/patch.h"
+#include "core/tools/patch.h"
 #include "t/fuzz/fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -65,7 +65,7 @@ function checkSanitizer(h) {
  */
 export async function startHttp(opts = {}) {
   const set = { port: 0, ...(opts.set ?? {}) };
-  if (opts.fixtures) set.conformance_fixtures = 'true';
+
   const args = [...(opts.args ?? [])];
   for (const [k, v] of Object.entries(set)) args.push('--set', `${k.includes('.') ? k : `server.${k}`}=${v}`);
   args.push('http');
@@ -75,7 +75,9 @@ export async function startHttp(opts = {}) {
   // the server runs, and a file can vanish under a test (tmp cleaners)
   const errFile = fs.createWriteStream(stderrPath);
   let errText = '';
-  const child = spawn(process.env.SANDGATE_BIN, args, {
+  // the fixture tools are only in the test build of sandgate
+  const bin = opts.fixtures ? process.env.SANDGATE_CONFORMANCE_BIN : process.env.SANDGATE_BIN;
+  const child = spawn(bin, args, {
     env: serverEnv(opts.env ?? {}), stdio: ['ignore', 'ignore', 'pipe'], cwd: tmpdir(),
   });
   child.stderr.setEncoding('utf8');

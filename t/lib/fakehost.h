@@ -2,7 +2,7 @@
  * A minimal host API (struct sg_host_api) for test programs that drive a
  * plugin without the daemon: errors filled in, buffers on malloc, nothing
  * cancelled, progress and notifications dropped; byte buffers are the
- * core's (core/buf.c).  Each test brings its own
+ * core's (core/base/buf.c).  Each test brings its own
  * config_get and state_dir (and log, when fakehost_log's plain stderr lines
  * do not suit it):
  *
@@ -17,7 +17,7 @@
 
 #include <sandgate/plugin.h>
 
-#include "core/buf.h"
+#include "core/base/buf.h"
 
 /* "[plugin] level: message" on stderr. */
 void fakehost_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)

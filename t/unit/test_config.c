@@ -1,5 +1,5 @@
 /*
- * Unit tests for configuration (core/conf.c): precedence (default < file <
+ * Unit tests for configuration (core/base/conf.c): precedence (default < file <
  * a key's seed variable < SANDGATE_<SECTION>_<KEY> < --set), the environment
  * name mapping, where a value came from, validation (unknown names warn, bad
  * values stop with file, line, key and what is accepted, secrets in files
@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "core/conf.h"
+#include "core/base/conf.h"
 
 extern char **environ;
 

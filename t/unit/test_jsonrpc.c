@@ -1,6 +1,6 @@
 /*
- * Unit tests for JSON-RPC 2.0 framing (core/jsonrpc.c) and the MCP method
- * dispatch on top of it (core/mcp.c), through a fake transport that keeps
+ * Unit tests for JSON-RPC 2.0 framing (core/protocol/jsonrpc.c) and the MCP method
+ * dispatch on top of it (core/server/mcp.c), through a fake transport that keeps
  * every line a session sends.
  *
  * Replies are compared as the exact serialised text, so an id comes back
@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "core/jsonrpc.h"
-#include "core/mcp.h"
-#include "core/session.h"
-#include "core/tools.h"
+#include "core/protocol/jsonrpc.h"
+#include "core/server/mcp.h"
+#include "core/protocol/session.h"
+#include "core/tools/registry.h"
 
 /* ---- a transport that records ------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the edit engine (core/patch.c): exact and whitespace-tolerant
+ * Unit tests for the edit engine (core/tools/patch.c): exact and whitespace-tolerant
  * replace, ambiguity errors with line numbers, replace_all, CRLF files, and
  * unified diffs applied by sandgate itself: plain, offset, tolerant, new
  * files, and a hunk that does not apply.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "core/patch.h"
+#include "core/tools/patch.h"
 
 static void replace_ok(const char *text, const char *old_s, const char *new_s, bool all,
 		       const char *want, unsigned matches, const char *strategy)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the plugin loader (core/plugin.c): every flaw in a backend
+ * Unit tests for the plugin loader (core/registry/plugin.c): every flaw in a backend
  * descriptor is refused before any plugin code runs, each with its own
  * message; a good plugin is initialised once and can be found by name; the
  * plugin path, discovery and [plugin] load; symlinks; the probes and the
@@ -28,10 +28,10 @@
 
 #include <cmocka.h>
 
-#include "core/conf.h"
-#include "core/log.h"
-#include "core/plugin.h"
-#include "core/util.h"
+#include "core/base/conf.h"
+#include "core/base/log.h"
+#include "core/registry/plugin.h"
+#include "core/base/util.h"
 
 static const char *const fakes[] = {
 	"good", "badmagic", "abimajor", "abinewer", "small", "wrongname",

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the shell output truncation (sg_shell_truncate in
- * core/shell.c): head and tail kept by bytes, each cut at a UTF-8 character
+ * core/shell/shell.c): head and tail kept by bytes, each cut at a UTF-8 character
  * boundary, a line that says how many bytes were dropped from the middle.
  */
 #include <setjmp.h>
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "core/shell.h"
-#include "core/util.h"
+#include "core/shell/shell.h"
+#include "core/base/util.h"
 
 static char *repeat(const char *unit, size_t times, size_t *len)
 {

@@ -1,0 +1,93 @@
+#include "config.h"
+
+#include "core/base/conf.h"
+#include "core/base/keys.h"
+
+#define LEVELS "debug|info|notice|warning|error|critical|alert|emergency"
+
+static const struct sg_config_key log_keys[] = {
+	{ .key = "level", .def = "info", .accepts = LEVELS,
+	  .help = "least severe message written to the log" },
+	{ .key = "file", .help = "append the log to this file instead of stderr" },
+	{ 0 }
+};
+
+static const struct sg_config_key plugin_keys[] = {
+	{ .key = "dir",
+	  .help = "first directory of the plugin path (backend plugins NAME.so)" },
+	{ .key = "path",
+	  .help = "further plugin directories, ':'-separated, searched after dir and before the installed plugin directory" },
+	{ .key = "load",
+	  .help = "comma-separated plugins to load; unset: every plugin found on the plugin path" },
+	{ 0 }
+};
+
+static const struct sg_config_key sandbox_keys[] = {
+	{ .key = "default_backend",
+	  .help = "backend of create_sandbox without 'backend' and of lazily created sandboxes; unset: the usable loaded plugin with the highest preference (sandgate config shows the choice)" },
+	{ .key = "timeout", .def = "300", .accepts = "uint",
+	  .help = "default idle lifetime of a sandbox in seconds" },
+	{ .key = "command_timeout", .def = "60", .accepts = "uint",
+	  .help = "default run_command timeout in seconds" },
+	{ .key = "code_timeout", .def = "30", .accepts = "uint",
+	  .help = "default run_code timeout in seconds" },
+	{ .key = "output_cap", .def = "1048576", .accepts = "uint",
+	  .help = "bytes of stdout and of stderr kept per command" },
+	{ .key = "max_file_bytes", .def = "67108864", .accepts = "uint",
+	  .help = "largest file read_file and write_file move" },
+	{ 0 }
+};
+
+static const struct sg_config_key state_keys[] = {
+	{ .key = "dir", .help = "state directory (default $XDG_STATE_HOME/sandgate or ~/.local/state/sandgate)" },
+	{ 0 }
+};
+
+static const struct sg_config_key server_keys[] = {
+	{ .key = "host", .def = "127.0.0.1", .help = "address sandgate http listens on" },
+	{ .key = "port", .def = "8010", .accepts = "uint", .help = "TCP port of sandgate http" },
+	{ .key = "allowed_hosts", .def = "localhost,127.0.0.1,[::1]",
+	  .help = "Host header values (any port) and Origin hosts accepted (DNS-rebinding protection)" },
+	{ .key = "auth_tokens_file",
+	  .help = "bearer tokens, one per line; must not be readable by group or others" },
+	{ .key = "ephemeral_token", .def = "false", .accepts = "bool",
+	  .help = "generate a bearer token at startup and print it once to stderr" },
+	{ .key = "session_idle_ttl", .def = "3600", .accepts = "uint",
+	  .help = "seconds an idle HTTP session lives before it and its sandboxes are reaped" },
+	{ .key = "max_sessions", .def = "100", .accepts = "uint",
+	  .help = "concurrent HTTP sessions; more get 503" },
+	{ .key = "max_calls", .def = "256", .accepts = "uint",
+	  .help = "tool calls served at once across all sessions" },
+	{ .key = "max_message_bytes", .def = "268435456", .accepts = "uint",
+	  .help = "largest JSON-RPC message accepted" },
+	{ .key = "shutdown_grace", .def = "10", .accepts = "uint",
+	  .help = "seconds calls in flight may still finish when a session ends (stdio EOF, HTTP shutdown and DELETE)" },
+	{ .key = "shared_machines",
+	  .help = "comma-separated machine ids every session may use" },
+	{ 0 }
+};
+
+static const struct sg_config_key audit_keys[] = {
+	{ .key = "log_path",
+	  .help = "audit database, one row per tool call (default <state dir>/audit.db); empty: rows go to the log and sandbox_audit_query is not offered" },
+	{ 0 }
+};
+
+static const struct sg_config_key shell_keys[] = {
+	{ .key = "max_output", .def = "50000", .accepts = "uint",
+	  .help = "bytes of output sandbox_shell_exec returns by default (head and tail kept)" },
+	{ .key = "timeout", .def = "30", .accepts = "uint",
+	  .help = "seconds sandbox_shell_exec waits by default before answering status running" },
+	{ 0 }
+};
+
+void sg_core_keys_register(void)
+{
+	sg_config_register("audit", audit_keys);
+	sg_config_register("shell", shell_keys);
+	sg_config_register("log", log_keys);
+	sg_config_register("plugin", plugin_keys);
+	sg_config_register("sandbox", sandbox_keys);
+	sg_config_register("state", state_keys);
+	sg_config_register("server", server_keys);
+}

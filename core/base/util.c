@@ -1,0 +1,265 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "core/base/util.h"
+
+static void oom(size_t n)
+{
+	fprintf(stderr, "sandgate: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *sg_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		oom(n);
+	return p;
+}
+
+void *sg_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		oom(n * size);
+	return p;
+}
+
+void *sg_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (!q)
+		oom(n);
+	return q;
+}
+
+char *sg_xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+
+	if (!p)
+		oom(strlen(s));
+	return p;
+}
+
+char *sg_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p = NULL;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&p, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom(0);
+	return p;
+}
+
+void sg_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	static const char digits[] = "0123456789abcdef";
+
+	SHA256(data, len, md);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[64] = '\0';
+}
+
+int sg_random_bytes(void *p, size_t n)
+{
+	unsigned char *c = p;
+
+	while (n > 0) {
+		ssize_t r = getrandom(c, n, 0);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int sg_random_hex(char *out, size_t n)
+{
+	unsigned char raw[64];
+	static const char digits[] = "0123456789abcdef";
+
+	if (n > sizeof(raw) || sg_random_bytes(raw, n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[raw[i] >> 4];
+		out[2 * i + 1] = digits[raw[i] & 15];
+	}
+	out[2 * n] = '\0';
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (RFC 3629), or 0 when invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+bool sg_utf8_valid(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq(u + i, n - i);
+
+		if (l == 0 || u[i] == 0)
+			return false;
+		i += l;
+	}
+	return true;
+}
+
+static char *sanitize(const char *p, size_t n, bool keep_nul, bool *replaced, size_t *outlen)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	char *out, *o;
+
+	if (n > (SIZE_MAX - 1) / 3)
+		oom(n);
+	out = o = sg_xmalloc(3 * n + 1);
+	if (replaced)
+		*replaced = false;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq(u + i, n - i);
+
+		if (l == 0 || (u[i] == 0 && !keep_nul)) {
+			/* NUL would cut strings short downstream; replace it too. */
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			if (replaced)
+				*replaced = true;
+			continue;
+		}
+		memcpy(o, u + i, l);
+		o += l;
+		i += l;
+	}
+	*o = '\0';
+	if (outlen)
+		*outlen = (size_t)(o - out);
+	return out;
+}
+
+char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced)
+{
+	return sanitize(p, n, false, replaced, NULL);
+}
+
+char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen)
+{
+	return sanitize(p, n, true, NULL, outlen);
+}
+
+char *sg_base64_encode(const void *p, size_t n)
+{
+	char *out;
+
+	if (n > (SIZE_MAX / 4) * 3 - 3 || n > INT32_MAX)
+		oom(n);
+	out = sg_xmalloc(4 * ((n + 2) / 3) + 1);
+	EVP_EncodeBlock((unsigned char *)out, p, (int)n);
+	return out;
+}
+
+void *sg_base64_decode(const char *s, size_t *len)
+{
+	size_t n = strlen(s), pad = 0;
+	unsigned char *out;
+	int r;
+
+	if (n % 4 != 0 || n > INT32_MAX)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '=') {
+			if (i < n - 2)
+				return NULL;
+			pad++;
+		} else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9') || c == '+' || c == '/') || pad) {
+			return NULL;
+		}
+	}
+	out = sg_xmalloc(n / 4 * 3 + 1);
+	r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+	if (r < 0) {
+		free(out);
+		return NULL;
+	}
+	*len = (size_t)r - pad;
+	return out;
+}
+
+int64_t sg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sg_time_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+void sg_strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}

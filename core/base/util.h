@@ -1,0 +1,61 @@
+/* Small helpers shared by the core: allocation that aborts on OOM, byte
+ * buffers (core/base/buf.h), hashing, randomness, UTF-8 and base64, clocks. */
+#ifndef SG_CORE_UTIL_H
+#define SG_CORE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sandgate/plugin.h>
+
+#include "core/base/buf.h"
+
+/* Core buffers: a machine id (host->machine_set refuses longer ones) and a
+ * path on this host. */
+#define SG_ID_MAX   256
+#define SG_PATH_MAX 4096
+
+/* Internal allocations abort on OOM (the git and glib policy): sizes that
+ * come from outside are bounded before they reach these. */
+void *sg_xmalloc(size_t n);
+void *sg_xcalloc(size_t n, size_t size);
+void *sg_xrealloc(void *p, size_t n);
+char *sg_xstrdup(const char *s);
+char *sg_xasprintf(const char *fmt, ...) SG_PRINTF(1, 2);
+
+
+/* Writes the lowercase hex SHA-256 of data into hex (65 bytes). */
+void sg_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* Fills p with n bytes from the kernel's CSPRNG.  Returns 0 or -1. */
+int sg_random_bytes(void *p, size_t n);
+/* Writes 2*n random hex digits and a NUL into out (2*n+1 bytes). */
+int sg_random_hex(char *out, size_t n);
+
+/* Returns a new NUL-terminated string holding p[0..n) as valid UTF-8: each
+ * invalid sequence becomes U+FFFD, and so does a NUL byte (which would cut
+ * a C string short).  Caller frees.  *replaced (may be NULL) says whether
+ * anything was replaced. */
+char *sg_utf8_sanitize(const char *p, size_t n, bool *replaced);
+
+/* The same, keeping NUL bytes (JSON can carry them as \u0000): *outlen gets
+ * the length of the result, which may hold NULs.  Caller frees. */
+char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen);
+/* True when p[0..n) is valid UTF-8 without NUL bytes. */
+bool sg_utf8_valid(const char *p, size_t n);
+
+/* Base64 (RFC 4648 section 4).  encode returns a new string (caller frees).
+ * decode returns a new buffer and its length in *len, or NULL when the input
+ * is not base64. */
+char *sg_base64_encode(const void *p, size_t n);
+void *sg_base64_decode(const char *s, size_t *len);
+
+/* Clocks: monotonic milliseconds, and wall-clock unix seconds. */
+int64_t sg_now_ms(void);
+int64_t sg_time_s(void);
+
+/* Frees a NULL-terminated vector of strings and the vector. */
+void sg_strv_free(char **v);
+
+#endif

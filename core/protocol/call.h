@@ -1,0 +1,47 @@
+/* The context of one MCP request that is being served: its id, its progress
+ * token, cancellation (a flag plus an eventfd that plugins can poll), and the
+ * way to send notifications that belong to it.  Plugins see it as the opaque
+ * struct sg_call of plugin.h. */
+#ifndef SG_CORE_CALL_H
+#define SG_CORE_CALL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include <sandgate/plugin.h>
+
+struct sg_session;
+
+struct sg_call {
+	struct sg_session *session;  /* borrowed; outlives the call */
+	json_t *id;                  /* request id, owned reference */
+	json_t *progress_token;      /* owned reference, or NULL */
+	char method[64];
+	char tool[64];
+	atomic_bool cancelled;
+	atomic_bool done;            /* the response was sent (or dropped) */
+	int efd;                     /* eventfd, readable once cancelled */
+	double last_progress;
+	pthread_mutex_t lock;        /* guards last_progress */
+	void *transport_ctx;         /* per-request transport state (HTTP SSE) */
+	struct sg_call *next;        /* session's in-flight list */
+};
+
+/* Returns a new call for request `id` (a new reference is taken) of session
+ * s.  progress_token may be NULL.  Free with sg_call_free(). */
+struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
+			    const char *method);
+void sg_call_free(struct sg_call *c);
+
+/* Marks c cancelled and wakes anyone polling its eventfd.  Idempotent. */
+void sg_call_cancel(struct sg_call *c);
+
+/* Host API entries (see struct sg_host_api); those that reach the client
+ * (progress, notify, credential) are the session's (session.h). */
+bool sg_call_cancelled(const struct sg_call *c);
+int sg_call_cancel_fd(const struct sg_call *c);
+
+#endif

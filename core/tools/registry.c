@@ -1,0 +1,308 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/protocol/call.h"
+#include "core/base/conf.h"
+#include "core/base/err.h"
+#include "core/base/log.h"
+#include "core/registry/machine.h"
+#include "core/protocol/session.h"
+#include "core/tools/registry.h"
+#include "core/base/util.h"
+
+#define SG_TOOLS_MAX 64
+
+static const struct sg_tool *tools[SG_TOOLS_MAX];
+static json_t *schemas[SG_TOOLS_MAX];
+static size_t n_tools;
+static json_t *tools_list;
+/* The serialised tools/list result, so HTTP does not re-dump it per request
+ * (doc/http.md "Performance"); built and read under tools_text_lock. */
+static char *tools_text;
+static size_t tools_text_len;
+static pthread_mutex_t tools_text_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tools_text_clear(void)
+{
+	pthread_mutex_lock(&tools_text_lock);
+	free(tools_text);
+	tools_text = NULL;
+	json_decref(tools_list);
+	tools_list = NULL;
+	pthread_mutex_unlock(&tools_text_lock);
+}
+
+void sg_tools_register(const struct sg_tool *family, size_t n)
+{
+	for (size_t i = 0; i < n && n_tools < SG_TOOLS_MAX; i++) {
+		json_error_t jerr;
+		json_t *schema = json_loads(family[i].input_schema, 0, &jerr);
+
+		if (!json_is_object(schema)) {
+			SG_ERROR("tool '%s': input schema is not a JSON object: %s (line %d)",
+				 family[i].name, jerr.text, jerr.line);
+			abort();
+		}
+		schemas[n_tools] = schema;
+		tools[n_tools++] = &family[i];
+	}
+	tools_text_clear();
+}
+
+void sg_tools_fini(void)
+{
+	sg_tools_env_fini();
+	for (size_t i = 0; i < n_tools; i++)
+		json_decref(schemas[i]);
+	n_tools = 0;
+	tools_text_clear();
+}
+
+const struct sg_tool *sg_tool_find(const char *name)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		if (strcmp(tools[i]->name, name) == 0)
+			return tools[i];
+	return NULL;
+}
+
+static json_t *schema_of(const struct sg_tool *tool)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		if (tools[i] == tool)
+			return schemas[i];
+	return NULL;
+}
+
+/* A property's "default": {"config": "section.key"} becomes the value that
+ * key has, typed as the property is: a default the operator configured is
+ * the one the schema shows, and none is written twice. */
+static void config_defaults(json_t *schema)
+{
+	json_t *props = json_object_get(schema, "properties"), *prop;
+	const char *name;
+
+	json_object_foreach(props, name, prop) {
+		const char *ref = json_string_value(json_object_get(json_object_get(prop, "default"), "config"));
+		const char *type = json_string_value(json_object_get(prop, "type"));
+		const char *dot = ref ? strchr(ref, '.') : NULL, *v;
+		char section[64];
+
+		if (!dot || (size_t)(dot - ref) >= sizeof(section))
+			continue;
+		snprintf(section, sizeof(section), "%.*s", (int)(dot - ref), ref);
+		v = sg_config_get(section, dot + 1);
+		if (!v) {
+			json_object_del(prop, "default");
+		} else if (type && !strcmp(type, "integer")) {
+			json_object_set_new(prop, "default", json_integer(sg_config_int(section, dot + 1, 0)));
+		} else if (type && !strcmp(type, "boolean")) {
+			json_object_set_new(prop, "default", json_boolean(sg_config_bool(section, dot + 1, false)));
+		} else {
+			json_object_set_new(prop, "default", json_string(v));
+		}
+	}
+}
+
+/* Called with tools_text_lock held. */
+static json_t *list_locked(void)
+{
+	json_t *arr;
+
+	if (tools_list)
+		return tools_list;
+	arr = json_array();
+	for (size_t i = 0; i < n_tools; i++) {
+		config_defaults(schemas[i]);
+		if (tools[i]->schema_hook)
+			tools[i]->schema_hook(schemas[i]);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:O}", "name", tools[i]->name,
+						     "description", tools[i]->description,
+						     "inputSchema", schemas[i]));
+	}
+	tools_list = json_pack("{s:o}", "tools", arr);
+	return tools_list;
+}
+
+json_t *sg_tools_list(void)
+{
+	json_t *l;
+
+	pthread_mutex_lock(&tools_text_lock);
+	l = list_locked();
+	pthread_mutex_unlock(&tools_text_lock);
+	return l;
+}
+
+const char *sg_tools_list_text(size_t *len)
+{
+	const char *text;
+
+	pthread_mutex_lock(&tools_text_lock);
+	if (!tools_text) {
+		tools_text = json_dumps(list_locked(), JSON_COMPACT);
+		if (!tools_text)
+			abort(); /* out of memory: the sg_xmalloc policy */
+		tools_text_len = strlen(tools_text);
+	}
+	text = tools_text;
+	*len = tools_text_len;
+	pthread_mutex_unlock(&tools_text_lock);
+	return text;
+}
+
+/* Unknown argument names are refused: a typo ("comand") would otherwise be
+ * silently ignored and the call would do something else. */
+static int check_known(const struct sg_tool *tool, json_t *args, struct sg_err *err)
+{
+	json_t *props = json_object_get(schema_of(tool), "properties");
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(args, key, v) {
+		char valid[512] = "";
+		const char *k;
+		json_t *pv;
+		size_t o = 0;
+
+		if (json_object_get(props, key))
+			continue;
+		json_object_foreach(props, k, pv) {
+			int w = snprintf(valid + o, sizeof(valid) - o, "%s%s", o ? ", " : "", k);
+
+			if (w > 0 && (size_t)w < sizeof(valid) - o)
+				o += (size_t)w;
+		}
+		return sg_errf(err, SG_E_INVAL,
+			       "unknown argument '%s' for %s: valid arguments are %s", key,
+			       tool->name, o ? valid : "none");
+	}
+	return 0;
+}
+
+static json_t *text_block(const char *text)
+{
+	return json_pack("{s:s, s:s}", "type", "text", "text", text);
+}
+
+json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+{
+	json_t *result = NULL, *content, *extra;
+	json_t *empty = NULL;
+	struct sg_err err;
+	char *text;
+
+	sg_err_clear(&err);
+	if (!args)
+		args = empty = json_object();
+	if (!json_is_object(args)) {
+		sg_errf(&err, SG_E_INVAL, "arguments for %s must be a JSON object", tool->name);
+		goto fail;
+	}
+	if (check_known(tool, args, &err) < 0)
+		goto fail;
+	if (tool->fn(t, args, &result, &err) < 0)
+		goto fail;
+	json_decref(empty);
+	extra = json_incref(json_object_get(result, "_content"));
+	json_object_del(result, "_content");
+	/* A result of only "_content" is exactly those blocks (the conformance
+	 * fixtures, core/fixtures.c): no JSON text, no empty structuredContent. */
+	if (json_is_array(extra) && json_object_size(result) == 0) {
+		json_decref(result);
+		return json_pack("{s:o}", "content", extra);
+	}
+	text = json_dumps(result, JSON_COMPACT);
+	content = json_array();
+	json_array_append_new(content, text_block(text ? text : "{}"));
+	free(text);
+	if (json_is_array(extra))
+		json_array_extend(content, extra);
+	json_decref(extra);
+	return json_pack("{s:o, s:o}", "content", content, "structuredContent", result);
+fail:
+	json_decref(empty);
+	json_decref(result);
+	if (err.code == SG_E_OK)
+		sg_errf(&err, SG_E_INTERNAL, "%s failed", tool->name);
+	return json_pack("{s:[o], s:b}", "content", text_block(err.msg), "isError", 1);
+}
+
+/* ---- the session's default machine ---------------------------------------- */
+
+static int create_default(struct sg_tool_ctx *t, struct sg_entry **out, struct sg_err *err)
+{
+	struct sg_create_req req = {
+		.template_name = NULL,
+		.lifetime_s = (unsigned)sg_config_int("sandbox", "timeout", 300),
+		.owner = sg_machine_owner_label(),
+		.session_hash = t->s->hash,
+	};
+
+	return sg_machine_create(t->s, NULL, &req, t->call, out, err);
+}
+
+int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
+		    bool *created, struct sg_err *err)
+{
+	struct sg_session *s = t->s;
+	const char *id;
+	char def[SG_ID_MAX];
+	int r;
+
+	*created = false;
+	if (sg_arg_str(args, "sandbox_id", false, &id, err) < 0)
+		return -1;
+	if (id && *id) {
+		*out = sg_machine_get(s, id, err);
+		return *out ? 0 : -1;
+	}
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		if (s->default_id[0]) {
+			memcpy(def, s->default_id, sizeof(def));
+			pthread_mutex_unlock(&s->lock);
+			*out = sg_machine_get(s, def, NULL);
+			if (*out)
+				return 0;
+			/* The default is gone (expired, killed): make a new one. */
+			sg_session_default_clear(s, def);
+			continue;
+		}
+		if (s->creating_default) {
+			pthread_cond_wait(&s->cond, &s->lock);
+			pthread_mutex_unlock(&s->lock);
+			if (sg_call_cancelled(t->call))
+				return sg_errf(err, SG_E_CANCELLED, "cancelled");
+			continue;
+		}
+		s->creating_default = true;
+		pthread_mutex_unlock(&s->lock);
+		r = create_default(t, out, err);
+		pthread_mutex_lock(&s->lock);
+		s->creating_default = false;
+		if (r == 0)
+			snprintf(s->default_id, sizeof(s->default_id), "%s", (*out)->m.id);
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		if (r < 0) {
+			sg_err_prefix(err, "cannot create the default sandbox: ");
+			return -1;
+		}
+		*created = true;
+		return 0;
+	}
+}
+
+void sg_tool_result_machine(json_t *result, const struct sg_entry *e, bool created)
+{
+	json_object_set_new(result, "sandbox_id", json_string(e->m.id));
+	if (created)
+		json_object_set_new(result, "sandbox_created", json_true());
+}

@@ -1,0 +1,81 @@
+/*
+ * Tool registry and the helpers every tool handler uses: argument checks
+ * whose errors name the field and the fix, the session's default machine,
+ * and the wrapping of a handler's result into an MCP CallToolResult
+ * (MCP 2025-11-25 server/tools: content, structuredContent, isError).
+ */
+#ifndef SG_CORE_TOOLS_H
+#define SG_CORE_TOOLS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include <sandgate/plugin.h>
+
+#include "core/base/args.h"
+
+struct sg_call;
+struct sg_entry;
+struct sg_session;
+
+struct sg_tool_ctx {
+	struct sg_session *s;
+	struct sg_call *call;
+};
+
+/* A handler fills *result with a new JSON object (the structured result) and
+ * returns 0, or returns -1 with err (becomes an isError result).  A result
+ * may carry "_content": an array of extra MCP content blocks (images),
+ * removed from the structured result. */
+typedef int sg_tool_fn(struct sg_tool_ctx *t, json_t *args, json_t **result,
+		       struct sg_err *err);
+
+struct sg_tool {
+	const char *name;
+	const char *description;
+	const char *input_schema; /* JSON Schema text, an object */
+	sg_tool_fn *fn;
+	/* Optional: completes the parsed schema (in place, idempotent) once the
+	 * backends are loaded, when the tool list is built. */
+	void (*schema_hook)(json_t *schema);
+};
+
+/* Registers a family of tools (static storage).  Aborts when a schema is
+ * not valid JSON: that is a bug, caught by the first test run. */
+void sg_tools_register(const struct sg_tool *tools, size_t n);
+/* Registers the built-in families (cloud tools, sandbox_env tools). */
+void sg_tools_init(void);
+void sg_tools_fini(void);
+
+/* The sandbox_env family (core/tools/env.c): shells, files, sandbox_env,
+ * and sandbox_audit_query when the audit log is file-backed.  fini closes
+ * the shells and the audit database. */
+void sg_tools_env_init(void);
+void sg_tools_env_fini(void);
+
+const struct sg_tool *sg_tool_find(const char *name);
+
+/* The tools/list result, built once (after the backends loaded) and
+ * cached.  Thread-safe.  Borrowed JSON. */
+json_t *sg_tools_list(void);
+/* The same, serialised compactly, and its length.  Thread-safe; borrowed,
+ * valid until the next sg_tools_register() or sg_tools_fini(). */
+const char *sg_tools_list_text(size_t *len);
+
+/* Runs a tool and returns the CallToolResult (new reference).  args may be
+ * NULL (no arguments). */
+json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args);
+
+/* ---- machines ------------------------------------------------------------ */
+/* The machine a call addresses: args' sandbox_id when given (not changing
+ * the default), else the session's default, created lazily (concurrent lazy
+ * calls share one).  Returns 0 and a reference (sg_machine_put()), with
+ * *created true when this call created it; or -1 with err. */
+int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
+		    bool *created, struct sg_err *err);
+
+/* Adds sandbox_id (and sandbox_created) to a result object. */
+void sg_tool_result_machine(json_t *result, const struct sg_entry *e, bool created);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * The [server] keys of sandgate http (transports/http_internal.h): where to
+ * listen, the allowed hosts, the session limits, and the bearer tokens
+ * (from a file of mode 0600, the environment, or generated), kept as
+ * SHA-256 digests only.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "core/base/conf.h"
+#include "core/base/util.h"
+#include "transports/http_internal.h"
+
+/* ---- configuration ----------------------------------------------------------- */
+
+static void add_token(struct http_conf *c, const char *tok, size_t len)
+{
+	c->tokens = sg_xrealloc(c->tokens, (c->n_tokens + 1) * sizeof(*c->tokens));
+	SHA256((const unsigned char *)tok, len, c->tokens[c->n_tokens++]);
+}
+
+/* Adds the comma-separated tokens of list (leading and trailing blanks
+ * trimmed, empty ones skipped).  Returns how many. */
+static size_t add_token_list(struct http_conf *c, const char *list)
+{
+	size_t added = 0;
+
+	while (list && *list) {
+		size_t n = strcspn(list, ",");
+		const char *p = list, *e = list + n;
+
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+			e--;
+		if (e > p) {
+			add_token(c, p, (size_t)(e - p));
+			added++;
+		}
+		list += n + (list[n] ? 1 : 0);
+	}
+	return added;
+}
+
+/* [server] auth_tokens_file: one token per line ('#' comments).  A file
+ * readable by group or others is refused (secrets, like the config file). */
+static int load_token_file(struct http_conf *c, const char *path)
+{
+	struct stat stt;
+	char *line = NULL;
+	size_t cap = 0, before = c->n_tokens;
+	ssize_t n;
+	int rc = -1;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		SG_ERROR("cannot read [server] auth_tokens_file '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(f), &stt) < 0 || !S_ISREG(stt.st_mode)) {
+		SG_ERROR("[server] auth_tokens_file '%s' is not a regular file", path);
+		goto out;
+	}
+	if (stt.st_mode & 077) {
+		SG_ERROR("[server] auth_tokens_file '%s' is readable by group or others (mode %04o): run chmod 600 '%s'",
+			 path, (unsigned)(stt.st_mode & 07777), path);
+		goto out;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		char *p = line;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '#')
+			add_token_list(c, p);
+		OPENSSL_cleanse(line, cap);
+	}
+	if (c->n_tokens == before) {
+		SG_ERROR("[server] auth_tokens_file '%s' holds no token: write one per line", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (line)
+		OPENSSL_cleanse(line, cap);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* Bearer tokens from every source (doc/http.md "Authentication").  The
+ * plain text is never kept or logged; only the ephemeral token is shown,
+ * once, on stderr, because nobody else knows it. */
+static int load_tokens(struct http_conf *c)
+{
+	const char *file = sg_config_get("server", "auth_tokens_file");
+	char eph[65];
+	size_t n;
+
+	if (file && *file && load_token_file(c, file) < 0)
+		return -1;
+	if ((n = add_token_list(c, getenv("SANDGATE_SERVER_AUTH_TOKENS"))))
+		SG_INFO("http: %zu bearer token(s) from SANDGATE_SERVER_AUTH_TOKENS", n);
+	if ((n = add_token_list(c, getenv("ABX_MCP_AUTH_TOKEN"))))
+		SG_INFO("http: %zu bearer token(s) from ABX_MCP_AUTH_TOKEN", n);
+	if (sg_config_bool("server", "ephemeral_token", false)) {
+		if (sg_random_hex(eph, 32) < 0) {
+			SG_ERROR("cannot read random bytes for the ephemeral token");
+			return -1;
+		}
+		add_token(c, eph, 64);
+		fprintf(stderr, "sandgate: ephemeral bearer token (valid until this server exits): %s\n", eph);
+		OPENSSL_cleanse(eph, sizeof(eph));
+	}
+	return 0;
+}
+
+/* [server] allowed_hosts (default: the loopback names).  Returns 0 or -1
+ * (logged). */
+static int load_allowed(struct http_conf *c)
+{
+	const char *list = sg_config_get("server", "allowed_hosts");
+	struct sg_err err = { 0 };
+
+	if (sg_http_allow_parse(list ? list : "localhost,127.0.0.1,[::1]", &c->allow, &err) < 0) {
+		SG_ERROR("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* True when every address host resolves to is a loopback address. */
+static bool host_is_loopback(const char *host)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	bool loop = true;
+
+	if (!host || !*host || getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			const struct sockaddr_in *a = (const void *)ai->ai_addr;
+
+			loop &= (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+		} else if (ai->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (const void *)ai->ai_addr;
+
+			loop &= IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+		} else {
+			loop = false;
+		}
+	}
+	freeaddrinfo(res);
+	return loop;
+}
+
+void http_conf_release(struct http_conf *c)
+{
+	if (c->tokens)
+		OPENSSL_cleanse(c->tokens, c->n_tokens * sizeof(*c->tokens));
+	free(c->tokens);
+	sg_http_allow_free(&c->allow);
+	memset(c, 0, sizeof(*c));
+}
+
+int http_conf_load(struct http_conf *c)
+{
+	long long port = sg_config_int("server", "port", 8010);
+	bool loopback;
+
+	c->host = sg_config_get("server", "host");
+	if (!c->host)
+		c->host = "127.0.0.1";
+	if (port > 65535) {
+		SG_ERROR("[server] port %lld is not a TCP port (0 to 65535)", port);
+		return -1;
+	}
+	c->port = (unsigned)port;
+	c->ttl_ms = sg_config_int("server", "session_idle_ttl", 3600) * 1000;
+	c->max_sessions = (int)sg_config_int("server", "max_sessions", 100);
+	c->grace_ms = (int)sg_config_int("server", "shutdown_grace", 10) * 1000;
+	c->max_body = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
+	snprintf(c->local_owner, sizeof(c->local_owner), "local:%ld", (long)getuid());
+	if (c->max_sessions < 1) {
+		SG_ERROR("[server] max_sessions must be at least 1");
+		return -1;
+	}
+	if (load_allowed(c) < 0 || load_tokens(c) < 0)
+		return -1;
+	loopback = host_is_loopback(c->host);
+	if (!loopback && !strcmp(sg_config_source("server", "allowed_hosts"), "default")) {
+		SG_ERROR("[server] host '%s' is not a loopback address: set [server] allowed_hosts to the host names clients will use (DNS-rebinding protection), or '*'",
+			 c->host);
+		return -1;
+	}
+	if (!loopback && c->n_tokens == 0) {
+		SG_ERROR("[server] host '%s' is not a loopback address and no bearer token is configured: set [server] auth_tokens_file, SANDGATE_SERVER_AUTH_TOKENS or [server] ephemeral_token = true",
+			 c->host);
+		return -1;
+	}
+	return 0;
+}

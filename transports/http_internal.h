@@ -1,0 +1,167 @@
+/*
+ * The insides of the Streamable HTTP transport, shared by its files:
+ * http.c (requests, the MHD callbacks, the janitor, listening and
+ * shutdown), http_sessions.c (the session table), http_sse.c (the way back
+ * of each request: JSON or an SSE stream, replayable), http_conf.c (the
+ * [server] keys and bearer tokens).  The request checks are
+ * transports/http_check.c.  Only transports/http*.c include this header.
+ */
+#ifndef SG_TRANSPORTS_HTTP_INTERNAL_H
+#define SG_TRANSPORTS_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <microhttpd.h>
+#include <openssl/sha.h>
+
+#include "core/base/buf.h"
+#include "core/base/log.h"
+#include "core/protocol/session.h"
+#include "transports/http_check.h"
+
+#define HDR_SESSION "Mcp-Session-Id"
+#define HDR_VERSION "MCP-Protocol-Version"
+
+#define TICK_MS 250            /* janitor period: TTL, keep-alives, retention */
+#define KEEPALIVE_MS 15000     /* a comment on an SSE stream silent this long */
+#define RETAIN_MS 60000        /* a broken finished stream waits this long for a resume */
+#define SSE_RETRY_MS 2000      /* the priming event's retry: field */
+#define SSE_BLOCK 16384        /* bytes MHD asks the SSE reader for at once */
+#define CONN_TIMEOUT_S 120     /* an idle keep-alive connection is closed */
+#define DRAIN_MS 5000          /* shutdown: wait this long for requests to finish */
+
+struct http_conf {
+	const char *host;        /* borrowed from the configuration */
+	unsigned port;
+	int64_t ttl_ms;
+	int max_sessions;
+	int grace_ms;
+	size_t max_body;
+	struct sg_http_allow allow; /* [server] allowed_hosts */
+	unsigned char (*tokens)[SHA256_DIGEST_LENGTH]; /* SHA-256 of each token */
+	size_t n_tokens;
+	char local_owner[32];    /* owner of unauthenticated sessions */
+};
+
+struct stream;
+
+struct hsess {
+	struct sg_session *s;    /* owned: the reference sg_session_new() returned */
+	struct hsess *next;      /* table chain (http_srv.lock), or the janitor's list */
+	pthread_mutex_t lock;    /* guards what follows and every stream of the session */
+	pthread_cond_t cond;     /* handling dropped to 0 */
+	int refs;
+	int handling;            /* requests inside sg_mcp_handle() */
+	bool ended;              /* out of the table: no new message is handled */
+	int64_t last_seen_ms;
+	unsigned next_stream;
+	struct stream *streams;  /* pending, attached and retained streams */
+	struct stream *get;      /* the standalone GET stream (also in streams) */
+};
+
+enum stream_mode { MODE_PENDING, MODE_JSON, MODE_SSE };
+
+struct stream {
+	struct hsess *hs;        /* a reference */
+	struct stream *next;     /* hs->streams */
+	int refs;
+	bool listed;
+	bool owed;               /* the core still owes a final message (a reference) */
+	bool retained;           /* its connection broke before the end (a reference) */
+	bool is_get;
+	bool done;               /* the final message is in, or none will come */
+	bool closed;             /* the session ended: finish with what is there */
+	bool suspended;          /* conn is suspended by us and nobody resumed it yet */
+	enum stream_mode mode;
+	struct MHD_Connection *conn; /* the connection writing it, or NULL */
+	unsigned no, seq;        /* event ids are "no-seq", unique in the session */
+	unsigned gen;            /* bumped when a resume takes the stream over */
+	struct sg_buf out;       /* SSE text since the start (replayable) */
+	size_t sent;             /* bytes of out handed to MHD */
+	char *final;             /* JSON (or not yet decided) mode: the final message */
+	size_t final_len;
+	int64_t last_write_ms;
+	int64_t detached_ms;
+};
+
+struct req {
+	struct MHD_Connection *conn;
+	struct hsess *hs;        /* a reference, or NULL (before initialize) */
+	struct stream *st;       /* a reference, or NULL */
+	struct sg_buf body;
+	struct sg_http_verdict v; /* the checks' outcome: kind, owner, Accept, and an
+				   * error found in the headers, answered after the body */
+	bool responded;
+	bool waiting;            /* DELETE: suspended until the session is closed */
+	bool closed;             /* DELETE: the session is closed */
+};
+
+struct http_server {
+	struct http_conf conf;
+	struct MHD_Daemon *daemon;
+	pthread_mutex_t lock;    /* the table, n_sessions, stopping, closers */
+	pthread_cond_t cond;     /* closers dropped to 0 */
+	struct hsess **table;
+	size_t table_size;       /* a power of two */
+	int n_sessions;
+	atomic_bool stopping;
+	int closers;
+	atomic_int live_reqs;
+	int sigpipe[2];
+};
+
+extern struct http_server http_srv;
+
+extern const struct sg_transport_ops http_ops;
+
+/* Allocation failures abort, as sg_xmalloc() does (HACKING: OOM policy). */
+static inline void http_buf_add(struct sg_buf *b, const void *p, size_t n)
+{
+	if (sg_buf_append(b, p, n) < 0) {
+		SG_ERROR("out of memory growing a %zu-byte HTTP buffer", b->len);
+		abort();
+	}
+}
+
+
+/* http_conf.c: configuration, tokens */
+int http_conf_load(struct http_conf *c);
+void http_conf_release(struct http_conf *c);
+
+/* http_sessions.c: the session table */
+struct hsess *http_hsess_new(const char *owner);
+void http_hsess_unref(struct hsess *hs);
+int http_table_add(struct hsess *hs);
+struct hsess *http_table_find(const char *id, const char *owner);
+bool http_table_full(void);
+bool http_table_remove(struct hsess *hs);
+
+/* http_sse.c: response streams and SSE */
+struct MHD_Response *http_sse_response_locked(struct stream *st);
+void http_stream_event_locked(struct stream *st, const char *data, size_t len);
+void http_stream_free(struct stream *st);
+void http_stream_list_locked(struct stream *st);
+struct stream *http_stream_new_locked(struct hsess *hs, bool is_get);
+size_t http_stream_offset_after(const struct stream *st, unsigned seq);
+void http_stream_prime_locked(struct stream *st);
+bool http_stream_put_locked(struct stream *st);
+bool http_stream_settle_locked(struct stream *st);
+void http_stream_unref(struct stream *st);
+struct MHD_Connection *http_stream_wake_locked(struct stream *st);
+bool http_wants_priming(struct sg_session *s);
+
+/* http_sessions.c: the janitor, run by the main thread every TICK_MS:
+ * idle sessions past their TTL are closed, streams kept alive, broken ones
+ * retained for a while. */
+void http_janitor_tick(void);
+
+/* http.c: ends hs on a thread of its own (its calls get grace_ms, its
+ * machines are destroyed); `del` is the DELETE request that asked for it,
+ * or NULL. */
+void http_close_start(struct hsess *hs, struct req *del, int grace_ms);
+
+#endif

@@ -22,6 +22,7 @@
 #include "core/base/conf.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/base/log.h"
+#include "core/server/exec.h"
 #include "core/server/mcp.h"
 #include "core/protocol/session.h"
 #include "core/tools/registry.h"
@@ -105,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(r == sent);
 		p += n + 1;
 	}
-	sg_mcp_drain();
+	sg_exec_drain();
 	sg_session_unref(s);
 	return 0;
 }

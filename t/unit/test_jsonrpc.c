@@ -6,7 +6,7 @@
  * Replies are compared as the exact serialised text, so an id comes back
  * with the same JSON type and value it was sent with (42 stays 42, "42"
  * stays "42").  Everything here is answered synchronously except tools/call,
- * which runs on its own thread: those tests wait with sg_mcp_drain().
+ * which runs on its own thread: those tests wait with sg_exec_drain().
  */
 #include "config.h"
 
@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "core/protocol/jsonrpc.h"
+#include "core/server/exec.h"
 #include "core/server/mcp.h"
 #include "core/protocol/session.h"
 #include "core/tools/registry.h"
@@ -88,7 +89,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	sg_mcp_drain();
+	sg_exec_drain();
 	sg_session_unref(f->s);
 	cap_clear(&f->cap);
 	pthread_mutex_destroy(&f->cap.lock);
@@ -116,7 +117,7 @@ static const char *roundtrip(struct fixture *f, const char *text, int replies, i
 {
 	cap_clear(&f->cap);
 	assert_int_equal(sg_mcp_handle(f->s, text, strlen(text), NULL), replies);
-	sg_mcp_drain();
+	sg_exec_drain();
 	assert_int_equal(f->cap.bad, 0);
 	assert_int_equal(f->cap.n, lines);
 	for (int i = 0; i < f->cap.n; i++)

@@ -266,7 +266,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = docker_machine_list,
 	/* no expiry group: containers have no backend-side expiry */
 	.exec = docker_exec,
-	/* no code group: the core runs code through exec */
+	.run_code = docker_run_code,
 	.stream_open = docker_stream_open,
 	.stream_write = docker_stream_write,
 	.stream_read = docker_stream_read,

@@ -275,7 +275,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = ssh_machine_list,
 	/* no expiry group: directories have no backend-side expiry */
 	.exec = ssh_exec,
-	/* no code group: the core writes the code and runs the interpreter */
+	.run_code = ssh_run_code,
 	.stream_open = ssh_stream_open,
 	.stream_write = ssh_stream_write,
 	.stream_read = ssh_stream_read,

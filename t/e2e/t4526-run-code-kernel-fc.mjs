@@ -1,0 +1,3 @@
+// t4506-run-code-kernel.mjs on the fc backend (its body is written per backend).
+process.env.SG_TEST_BACKEND = 'fc';
+await import('./t4506-run-code-kernel.mjs');

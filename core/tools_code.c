@@ -339,6 +339,25 @@ static const char *str_of(json_t *o, const char *key)
 	return v ? v : "";
 }
 
+/* The timeout passed with the code still running (r says "running"): it
+ * is interrupted, the shell and its state stay.  r then holds what the
+ * interrupt said; *ir (new) the interrupt's own answer. */
+static int shell_timeout(struct sg_shell *sh, json_t *r, json_t **ir, struct sg_code_result *res,
+			 struct sg_err *err)
+{
+	res->timed_out = true;
+	if (sg_shell_interrupt(sh, ir, err) < 0)
+		return -1;
+	sg_buf_append(&res->out, str_of(r, "output"), strlen(str_of(r, "output")));
+	json_object_set(r, "output", json_object_get(*ir, "output"));
+	json_object_set(r, "status", json_object_get(*ir, "status"));
+	/* A shell replaced right now is this call's death, not a restart. */
+	if (json_object_get(*ir, "previous_shell") &&
+	    !json_is_true(json_object_get(*ir, "shell_replaced")))
+		json_object_set(r, "previous_shell", json_object_get(*ir, "previous_shell"));
+	return 0;
+}
+
 static int run_shell_path(struct sg_tool_ctx *t, struct sg_entry *e, const char *code,
 			  unsigned timeout, bool reset, struct sg_code_result *res,
 			  struct sg_err *err)
@@ -366,19 +385,8 @@ static int run_shell_path(struct sg_tool_ctx *t, struct sg_entry *e, const char 
 	req.command = cmd;
 	if (sg_shell_exec(sh, &req, t->call, &r, err) < 0)
 		goto out;
-	if (!strcmp(str_of(r, "status"), "running")) {
-		/* The timeout: interrupted, the shell and its state stay. */
-		res->timed_out = true;
-		if (sg_shell_interrupt(sh, &ir, err) < 0)
-			goto out;
-		sg_buf_append(&res->out, str_of(r, "output"), strlen(str_of(r, "output")));
-		json_object_set(r, "output", json_object_get(ir, "output"));
-		json_object_set(r, "status", json_object_get(ir, "status"));
-		/* A shell replaced right now is this call's death, not a restart. */
-		if (json_object_get(ir, "previous_shell") &&
-		    !json_is_true(json_object_get(ir, "shell_replaced")))
-			json_object_set(r, "previous_shell", json_object_get(ir, "previous_shell"));
-	}
+	if (!strcmp(str_of(r, "status"), "running") && shell_timeout(sh, r, &ir, res, err) < 0)
+		goto out;
 	shell_split(e, t->call, nonce, str_of(r, "output"), res);
 	code_v = json_object_get(r, "exit_code");
 	res->exit_code = res->timed_out ? 124 : json_is_integer(code_v) ?

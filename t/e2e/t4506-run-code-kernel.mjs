@@ -13,7 +13,8 @@
 // With the backend's runner off (SANDGATE_DOCKER_RUNNER or
 // SANDGATE_SSH_RUNNER = false: make check-fallback) there is no kernel: each
 // call then runs once and says stateful: false.
-import { t, preflight, sdkClient, resultData, errorText, sleep } from '../lib/sg.mjs';
+import fs from 'node:fs';
+import { t, preflight, sdkClient, resultData, errorText, sleep, waitFor } from '../lib/sg.mjs';
 import { backendFromEnv } from '../lib/backends.mjs';
 
 const mainText = (r) => r.results?.find((x) => x.is_main_result)?.text;
@@ -112,6 +113,14 @@ async function kernels(srv, be) {
   await code({ code: 'x = "two"', sandbox_id: sb2 });
   t.is(mainText(await code({ code: 'x', sandbox_id: sb })), "'one'", 'two sandboxes: the first reads its own x');
   t.is(mainText(await code({ code: 'x', sandbox_id: sb2 })), "'two'", '... and the second its own');
+
+  if (be.name === 'ssh') { // the target is this host: its kernel processes are ours to see
+    const pid = mainText(await code({ code: 'import os\nos.getpid()', sandbox_id: sb }));
+    t.ok(fs.existsSync(`/proc/${pid}`), `ssh: the kernel of the first sandbox runs (pid ${pid})`);
+    await srv.tool('kill_sandbox', { sandbox_id: sb });
+    t.ok(await waitFor(() => !fs.existsSync(`/proc/${pid}`), 5000), '... and ends with its sandbox (the runner stays)');
+    t.is(mainText(await code({ code: 'x', sandbox_id: sb2 })), "'two'", 'the other sandbox\'s kernel lives on');
+  }
   return sb2;
 }
 
@@ -123,6 +132,14 @@ async function shellAndOthers(srv, be, sid) {
   t.is((await srv.tool('sandbox_shell_exec', { command: 'echo "$SGV"', machine: sid })).output, '7\n',
     'shell is the sandbox\'s persistent bash, the one sandbox_shell_exec uses');
   t.is((await code({ code: 'false', language: 'shell' })).exit_code, 1, 'shell: the exit status');
+  t.hasFields(await code({ code: 'export SGW=8; sleep 30', language: 'shell', timeout: 2 }),
+    { timed_out: true, exit_code: 124 }, 'shell: a timeout interrupts the command');
+  t.is((await code({ code: 'echo "$SGW"', language: 'shell' })).stdout, '8\n', '... and the shell keeps its state');
+  t.is((await code({ code: 'echo "${SGV:-unset}"', language: 'shell', reset: true })).stdout, 'unset\n',
+    'shell with reset: true starts a fresh bash');
+  t.is((await code({ code: 'exit 3', language: 'shell' })).exit_code, 3, 'shell: exit 3 ends that bash with status 3');
+  const again = await code({ code: 'echo back', language: 'shell' });
+  t.hasFields(again, { stdout: 'back\n', kernel_restarted: true }, '... and the next call runs in a new one, saying so');
 
   if (be.name !== 'fc') { // FC's code interpreter has a TypeScript kernel of its own
     const ts = await srv.call('run_code', { code: 'const a: number = 1; console.log(a)', language: 'typescript', sandbox_id: sid });

@@ -15,6 +15,10 @@
 // bubblewrap, with that directory bound over / and the host's /usr and /etc
 // read-only on top, so the file API and the processes see the same paths
 // (/home/user/x written through POST /files is what `cat /home/user/x` reads).
+// Its code interpreter keeps a kernel per language (t/fc/driver.py,
+// driver.cjs), so names persist from /execute to /execute as with E2B's
+// Jupyter kernels, with E2B's contexts API (GET /contexts, POST
+// /contexts/<id>/restart) and Jupyter's interrupt on port 8888.
 //
 // Strict where the service is strict: the API key (X-API-Key or Bearer) on
 // the platform API, X-Access-Token on the data plane (403 AccessDenied when

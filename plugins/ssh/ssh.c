@@ -233,7 +233,9 @@ static const char ssh_help[] =
 	"program uploaded once per host to $XDG_RUNTIME_DIR/sandgate (else "
 	"~/.cache/sandgate), started on one channel and removed when sandgate "
 	"ends; where it cannot run (another CPU, noexec, no writable place), or "
-	"with [ssh] runner = false, each command opens its own channel.  Host keys are checked against [ssh] known_hosts (strict by "
+	"with [ssh] runner = false, each command opens its own channel.  run_code's "
+	"python and javascript kernels live in that runner too, one per sandbox and "
+	"language, ended with the sandbox.  Host keys are checked against [ssh] known_hosts (strict by "
 	"default).  One connection carries up to MaxSessions channels; more "
 	"concurrent calls open more connections.  RSA keys need SHA-1 signatures "
 	"with libssh2 1.10, which OpenSSH 8.8+ refuses: use ed25519 or ECDSA keys.";

@@ -71,7 +71,7 @@ extern "C" {
 
 #define SG_PLUGIN_MAGIC     0x53475042u /* "SGPB" */
 #define SG_PLUGIN_ABI_MAJOR 2u          /* bump on any removal or change */
-#define SG_PLUGIN_ABI_MINOR 0u          /* bump on append */
+#define SG_PLUGIN_ABI_MINOR 1u          /* bump on append */
 
 #define SG_MACHINE_MAGIC 0x53474d41u /* "SGMA" */
 
@@ -354,22 +354,42 @@ struct sg_write_opts {
 
 /* ---- code ------------------------------------------------------------------ */
 
+/* run_code runs code in a stateful interpreter of the machine (a kernel per
+ * machine and language: names, imports and the working directory persist
+ * from call to call).  A slot that cannot run this language or this machine
+ * statefully returns SG_E_NOTSUP: the core then runs the code once with
+ * exec (a fresh interpreter, "stateful": false in the tool's result).  The
+ * core runs "shell" itself, in the machine's persistent bash. */
 struct sg_code_req {
-	const char *language; /* "python", "javascript", "typescript", "shell", "r" */
+	const char *language; /* "python", "javascript", "typescript", "r" */
 	const char *code;
-	const char *cwd;      /* absolute; NULL: workspace */
-	const char *const *env; /* as sg_exec_req.env */
-	unsigned timeout_ms;
-	size_t output_cap;
+	const char *cwd;      /* absolute; NULL: workspace (a kernel starts there) */
+	const char *const *env; /* as sg_exec_req.env: for a kernel this call starts */
+	unsigned timeout_ms;  /* interrupt the code after this (the state stays); 0: none */
+	size_t output_cap;    /* bytes kept of stdout and of stderr each */
+	/* ABI 2.1 (the core always fills them; a 2.0 plugin never reads them): */
+	bool reset;           /* discard the interpreter and its state first */
 };
 
+/* Filled by run_code().  The core zeroes it and owns what it holds after. */
 struct sg_code_result {
 	struct sg_buf out, err;    /* initialised by the core */
-	int exit_code;
-	bool timed_out;
+	int exit_code;             /* 0; 1 when the code raised (error); 124 on timeout */
+	bool timed_out;            /* the timeout interrupted the code */
 	char interpreter[128];     /* what ran: "python3 3.11.2", "bash" */
-	json_t *results;           /* rich results (array) or NULL; caller's reference */
+	json_t *results;           /* rich results (array) or NULL; caller's reference.
+				      An entry may hold "_content": MCP content blocks
+				      (a png as an image block) the core lifts out */
 	json_t *error;             /* {name, value, traceback} or NULL; caller's reference */
+	/* ABI 2.1 (zero from a 2.0 plugin): */
+	json_t *output_files;      /* [{name, path, size}] the code wrote in the
+				      workspace, or NULL; caller's reference */
+	bool out_truncated, err_truncated; /* cut at output_cap */
+	bool kernel_restarted;     /* this call runs on a new interpreter: the old one died */
+	char restart_reason[200];  /* why, with kernel_restarted */
+	bool kernel_died;          /* the interpreter ended during this call (the next
+				      call starts a new one) */
+	char died_reason[200];     /* why, with kernel_died */
 };
 
 /* ---- probe ----------------------------------------------------------------- */
@@ -580,9 +600,13 @@ struct sg_backend {
 	 * was cancelled (the command's process group is killed first). */
 	sg_exec_fn *exec;
 
-	/* code.  Runs code in the machine's own interpreter service (the FC
-	 * code interpreter); without it the core writes the code to a file
-	 * and runs the interpreter with exec. */
+	/* code.  Runs code in a stateful interpreter of the machine (FC's code
+	 * interpreter, the kernels of docker's and ssh's runner): see struct
+	 * sg_code_req.  SG_E_NOTSUP (this language, or this machine now): the
+	 * core runs the code once with exec instead; without the slot it
+	 * always does.  A timeout is success with res->timed_out; a code error
+	 * is success with res->error; SG_E_CANCELLED when the call was
+	 * cancelled (the code is interrupted first, the state kept). */
 	sg_run_code_fn *run_code;
 
 	/* stream.  Interactive stream (persistent shells).  read returns the

@@ -229,7 +229,9 @@ static const char docker_help[] =
 	"sandgate-runner, a small static program put into each container at "
 	"/tmp/.sandgate-runner-<build> and started once (about 1 ms a command); "
 	"where it cannot run, or with [docker] runner = false, through plain "
-	"docker exec (about 60 ms).  Files move through the archive API.  The "
+	"docker exec (about 60 ms).  run_code's python and javascript kernels live "
+	"in the runner, one per container and language (none without it).  Files "
+	"move through the archive API.  The "
 	"daemon is reached at [docker] host or DOCKER_HOST (unix sockets only).  "
 	"Action docker_runner shows a machine's runner state.";
 
@@ -260,7 +262,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = docker_machine_list,
 	/* no expiry group: containers have no backend-side expiry */
 	.exec = docker_exec,
-	/* no code group: the core runs code through exec */
+	.run_code = docker_run_code,
 	.stream_open = docker_stream_open,
 	.stream_write = docker_stream_write,
 	.stream_read = docker_stream_read,

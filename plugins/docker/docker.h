@@ -12,6 +12,7 @@
  *   tar.c      libarchive in memory (see tar.h)
  *   runner.c   the in-sandbox runner: upload, start, restart, fallback
  *   rexec.c    commands and streams through the runner
+ *   code.c     run_code on the runner's kernels
  */
 #ifndef SG_DOCKER_DOCKER_H
 #define SG_DOCKER_DOCKER_H
@@ -25,6 +26,7 @@
 #include "plugins/docker/engine.h"
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rcode.h"
 
 #define DOCKER_PLUGIN "docker"
 
@@ -84,6 +86,7 @@ struct docker_machine {
 					   "exec format error" comes that way) */
 	unsigned restarts;
 	long long start_ms;             /* how long the last start took */
+	struct rnc_state code;          /* its kernels' runners (code.c) */
 };
 
 /* Returns the context of a machine made by this plugin, or NULL (err filled). */
@@ -163,6 +166,9 @@ void docker_runner_machine_fini(struct docker_machine *dm);
 int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
 		      struct rn_conn **out, struct sg_err *err);
 
+/* How many times m's runner was started again (kernels die with it). */
+unsigned docker_runner_generation(const struct sg_machine *m);
+
 /* The runner state of m as JSON (sandbox_env status); caller's reference. */
 json_t *docker_runner_status(struct sg_machine *m);
 sg_action_fn docker_action_runner;
@@ -192,6 +198,12 @@ ssize_t docker_rstream_write(struct docker_rstream *rs, const void *p, size_t n,
 ssize_t docker_rstream_read(struct docker_rstream *rs, void *p, size_t n,
 			    int timeout_ms, int *channel, struct sg_err *err);
 int docker_rstream_close(struct docker_rstream *rs, int *exit_code);
+
+/* ---- code.c ------------------------------------------------------------------ */
+
+/* run_code on the runner's kernels (a kernel per container and language);
+ * SG_E_NOTSUP without a runner or for another language (the core runs it). */
+sg_run_code_fn docker_run_code;
 
 /* ---- machine.c --------------------------------------------------------------- */
 

@@ -382,6 +382,7 @@ void docker_runner_machine_init(struct docker_machine *dm)
 {
 	pthread_mutex_init(&dm->rlock, NULL);
 	dm->rstate = dm->ctx->runner_on ? DOCKER_RUNNER_IDLE : DOCKER_RUNNER_OFF;
+	rnc_state_init(&dm->code);
 }
 
 void docker_runner_machine_fini(struct docker_machine *dm)
@@ -389,6 +390,18 @@ void docker_runner_machine_fini(struct docker_machine *dm)
 	rn_conn_close(dm->conn); /* the runner sees EOF and exits */
 	dm->conn = NULL;
 	pthread_mutex_destroy(&dm->rlock);
+	rnc_state_fini(&dm->code);
+}
+
+unsigned docker_runner_generation(const struct sg_machine *m)
+{
+	struct docker_machine *dm = m->handle;
+	unsigned n;
+
+	pthread_mutex_lock(&dm->rlock);
+	n = dm->restarts;
+	pthread_mutex_unlock(&dm->rlock);
+	return n;
 }
 
 /* Logs how the previous runner ended; called before a restart. */

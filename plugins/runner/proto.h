@@ -96,15 +96,21 @@ enum rn_tag {
 	RN_F_LANG = 50,       /* text: "python" or "javascript" */
 	RN_F_SOURCE = 51,     /* text: the code (may be empty) */
 	RN_F_KFLAGS = 52,     /* RN_KFLAG_* bits */
-	RN_F_RICH_CAP = 53    /* bytes of rich results per call; absent: RN_RICH_CAP_DEFAULT */
+	RN_F_RICH_CAP = 53,   /* bytes of rich results per call; absent: RN_RICH_CAP_DEFAULT */
+	RN_F_SCOPE = 54       /* text: whose kernel (a sandbox id); absent: "" (capability "kernel-scope") */
 };
 
 /* The runner's named capabilities (HELLO field CAPABILITY). */
 #define RN_CAP_KERNEL "kernel" /* KEXEC and KEVENT: stateful code kernels */
+#define RN_CAP_KERNEL_SCOPE "kernel-scope" /* KEXEC's SCOPE field and END flag */
 
 enum rn_kflags {
-	RN_KFLAG_RESET = 1u << 0  /* discard the kernel (and its state) before this call */
+	RN_KFLAG_RESET = 1u << 0, /* discard the kernel (and its state) before this call */
+	RN_KFLAG_END = 1u << 1    /* end the scope's kernels (LANG's, or all without LANG); run nothing */
 };
+
+#define RN_SCOPE_MAX 256      /* bytes of a SCOPE */
+#define RN_KERNELS_MAX 32     /* kernels one runner keeps (scopes times languages) */
 
 #define RN_RICH_CAP_DEFAULT (4u * 1024u * 1024u)
 #define RN_KGRACE_MS_DEFAULT 2000u /* KEXEC: interrupt -> kill of the kernel */

@@ -39,7 +39,7 @@
 
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
 
-const char *const rn_capabilities[] = { RN_CAP_KERNEL, NULL };
+const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, NULL };
 
 int64_t rn_now_ms(void)
 {

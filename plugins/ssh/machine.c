@@ -134,6 +134,7 @@ static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, struct sg_mac
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	sm->ctx = ctx;
 	sm->pool = p;
+	rnc_state_init(&sm->code);
 	m->handle = sm;
 	return 0;
 }
@@ -293,6 +294,10 @@ void ssh_machine_release(struct sg_machine *m)
 
 	if (!sm)
 		return;
+	/* Its kernels live in the target's shared runner: they end with it,
+	 * as a container's end with the container's runner. */
+	ssh_code_end(m);
+	rnc_state_fini(&sm->code);
 	free(sm);
 	m->handle = NULL;
 }

@@ -692,6 +692,35 @@ out:
 	return rc;
 }
 
+int ssh_runner_peek(struct ssh_pool *p, struct ssh_rlink *l)
+{
+	struct ssh_runner *rn = &p->runner;
+	int rc = 1;
+
+	l->rc = NULL;
+	l->sc = NULL;
+	pthread_mutex_lock(&rn->lock);
+	if (rn->state == SSH_RUNNER_ACTIVE && rn->conn && rn_conn_alive(rn->conn, NULL, 0)) {
+		rn_conn_ref(rn->conn);
+		ssh_conn_get(rn->sc);
+		l->rc = rn->conn;
+		l->sc = rn->sc;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&rn->lock);
+	return rc;
+}
+
+unsigned ssh_runner_generation(struct ssh_pool *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&p->runner.lock);
+	n = p->runner.restarts;
+	pthread_mutex_unlock(&p->runner.lock);
+	return n;
+}
+
 void ssh_runner_put(struct ssh_rlink *l)
 {
 	if (l->rc)

@@ -247,7 +247,9 @@ static const char ssh_help[] =
 	"program uploaded once per host to $XDG_RUNTIME_DIR/sandgate (else "
 	"~/.cache/sandgate), started on one channel and removed when sandgate "
 	"ends; where it cannot run (another CPU, noexec, no writable place), or "
-	"with [ssh] runner = false, each command opens its own channel.  Host keys are checked against [ssh] known_hosts (strict by "
+	"with [ssh] runner = false, each command opens its own channel.  run_code's "
+	"python and javascript kernels live in that runner too, one per sandbox and "
+	"language, ended with the sandbox.  Host keys are checked against [ssh] known_hosts (strict by "
 	"default).  One connection carries up to MaxSessions channels; more "
 	"concurrent calls open more connections.  RSA keys need SHA-1 signatures "
 	"with libssh2 1.10, which OpenSSH 8.8+ refuses: use ed25519 or ECDSA keys.";
@@ -289,7 +291,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = ssh_machine_list,
 	/* no expiry group: directories have no backend-side expiry */
 	.exec = ssh_exec,
-	/* no code group: the core writes the code and runs the interpreter */
+	.run_code = ssh_run_code,
 	.stream_open = ssh_stream_open,
 	.stream_write = ssh_stream_write,
 	.stream_read = ssh_stream_read,

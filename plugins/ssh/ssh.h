@@ -16,6 +16,7 @@
  *   runner.c   sandgate-runner on each target: upload, start, restart,
  *              fallback, removal; its channel as the runner's transport
  *   rexec.c    commands and streams through the runner
+ *   code.c     run_code on the runner's kernels, one per sandbox and language
  *
  * Threading model.  A libssh2 session is not thread-safe, and in
  * non-blocking mode one session carries many channels.  Every call into
@@ -44,6 +45,7 @@
 
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rcode.h"
 
 #define SSH_PLUGIN "ssh"
 
@@ -93,6 +95,7 @@ struct ssh_ctx {
 struct ssh_machine {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_pool *pool;            /* borrowed: pools live until fini */
+	struct rnc_state code;            /* its kernels' runners (code.c) */
 };
 
 /* ---- ssh.c ------------------------------------------------------------------ */
@@ -469,8 +472,21 @@ void ssh_runner_pool_fini(struct ssh_pool *p);
  * unreachable. */
 int ssh_runner_get(struct ssh_pool *p, struct ssh_rlink *l, struct sg_err *err);
 void ssh_runner_put(struct ssh_rlink *l);
+/* The pool's runner when one runs now, never starting one: 0 with l
+ * filled, 1 when none runs. */
+int ssh_runner_peek(struct ssh_pool *p, struct ssh_rlink *l);
+/* How many times the pool's runner was started again (kernels die with it). */
+unsigned ssh_runner_generation(struct ssh_pool *p);
 /* True when the SSH connection under l is gone (why: its reason). */
 bool ssh_rlink_dropped(struct ssh_rlink *l, char *why, size_t n);
+
+/* ---- code.c ------------------------------------------------------------------- */
+
+/* run_code on the target's runner: a kernel per sandbox (scope: its id) and
+ * language; SG_E_NOTSUP without a runner or for another language. */
+sg_run_code_fn ssh_run_code;
+/* Ends the machine's kernels, when a runner runs (never starts one). */
+void ssh_code_end(struct sg_machine *m);
 
 /* ---- rexec.c ------------------------------------------------------------------ */
 

@@ -830,7 +830,7 @@ static void expect_json(json_t *got, json_t *want)
 static json_t *probe_entry(const char *name, bool usable, int pref, const char *why, int probes)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:{s:i}}", "backend", name, "version",
-			      "0.0-test", "abi", "2.0", "path", path_of(dir, name), "usable", usable,
+			      "0.0-test", "abi", "2.1", "path", path_of(dir, name), "usable", usable,
 			      "preference", pref, "details", "probes", probes);
 
 	if (why)

@@ -129,13 +129,17 @@ const char *sg_tools_list_text(size_t *len)
 }
 
 /* Unknown argument names are refused: a typo ("comand") would otherwise be
- * silently ignored and the call would do something else. */
+ * silently ignored and the call would do something else.  A tool whose
+ * schema says additionalProperties: true checks its own (sandbox_env: an
+ * action's params may come flat). */
 static int check_known(const struct sg_tool *tool, json_t *args, struct sg_err *err)
 {
 	json_t *props = json_object_get(schema_of(tool), "properties");
 	const char *key;
 	json_t *v;
 
+	if (json_is_true(json_object_get(schema_of(tool), "additionalProperties")))
+		return 0;
 	json_object_foreach(args, key, v) {
 		char valid[512] = "";
 		const char *k;

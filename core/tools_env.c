@@ -952,10 +952,36 @@ static char *valid_actions(void)
 	return b.data;
 }
 
+/* The action's parameters: those under `params` and those given flat next
+ * to `action` (what the seed's agents send), merged; one given both ways is
+ * an error.  A new object in *out. */
+static int env_params(json_t *args, json_t **out, struct sg_err *err)
+{
+	json_t *p = json_object_get(args, "params"), *v;
+	const char *k;
+
+	*out = NULL;
+	if (p && !json_is_object(p) && !json_is_null(p))
+		return sg_errf(err, SG_E_INVAL, "argument 'params' must be an object, e.g. {\"shell_id\": \"sh_...\"}");
+	*out = json_is_object(p) ? json_copy(p) : json_object();
+	json_object_foreach(args, k, v) {
+		if (!strcmp(k, "action") || !strcmp(k, "params"))
+			continue;
+		if (json_object_get(*out, k)) {
+			json_decref(*out);
+			*out = NULL;
+			return sg_errf(err, SG_E_INVAL,
+				       "parameter '%s' is given both flat and under params: give it once", k);
+		}
+		json_object_set(*out, k, v);
+	}
+	return 0;
+}
+
 static int tool_env(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
 	const char *action;
-	json_t *p = json_object_get(args, "params"), *empty = NULL;
+	json_t *p = NULL, *empty = NULL;
 	struct sg_plugin *pl = NULL;
 	const struct sg_action *a;
 	char *valid;
@@ -964,10 +990,9 @@ static int tool_env(struct sg_tool_ctx *t, json_t *args, json_t **result, struct
 
 	if (sg_arg_str(args, "action", true, &action, err) < 0)
 		return -1;
-	if (p && !json_is_object(p) && !json_is_null(p))
-		return sg_errf(err, SG_E_INVAL, "argument 'params' must be an object, e.g. {\"shell_id\": \"sh_...\"}");
-	if (!json_is_object(p))
-		p = empty = json_object();
+	if (env_params(args, &empty, err) < 0)
+		return -1;
+	p = empty;
 	for (size_t i = 0; i < n_core_ops; i++) {
 		if (!strcmp(core_ops[i].name, action)) {
 			r = core_ops[i].fn(t, p, result, err);
@@ -1091,8 +1116,8 @@ static const struct sg_tool env_tools[] = {
 	  "(<backend>_help, with its own actions); action=status shows the default machine, your machines and shells.",
 	  "{\"type\": \"object\", \"properties\": {"
 	  "\"action\": {\"type\": \"string\", \"description\": \"help, status, or an action that help lists\"},"
-	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters\"}"
-	  "}, \"required\": [\"action\"], \"additionalProperties\": false}",
+	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters; they may also be given flat, next to action\"}"
+	  "}, \"required\": [\"action\"], \"additionalProperties\": true}",
 	  tool_env },
 };
 

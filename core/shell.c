@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/call.h"
+#include "core/conf.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/machine.h"
@@ -158,11 +159,23 @@ static size_t utf8_skip(const char *p, size_t n)
 	return k;
 }
 
+/* The head's share of max: [shell] head_size : tail_size (one tenth by
+ * default). */
+static size_t head_share(size_t max)
+{
+	long long hs = sg_config_int("shell", "head_size", 5120);
+	long long ts = sg_config_int("shell", "tail_size", 46080);
+
+	if (hs < 0 || ts < 0 || hs + ts <= 0)
+		return max / 10;
+	return (size_t)((double)max * (double)hs / (double)(hs + ts));
+}
+
 static void ht_reset(struct headtail *h, size_t max)
 {
 	sg_buf_release(&h->head);
 	sg_buf_release(&h->tail);
-	h->hcap = max / 10;
+	h->hcap = head_share(max);
 	h->tcap = max - h->hcap ? max - h->hcap : 1;
 	h->dropped = h->total = 0;
 }

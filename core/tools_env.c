@@ -26,12 +26,27 @@
 #include "core/tools.h"
 #include "core/util.h"
 
-#define READ_LIMIT_MAX 2000
 #define DIFF_LINES_MAX 400
 
+/* [files] max_file_size, else [sandbox] max_file_bytes. */
 static size_t file_cap(void)
 {
-	return (size_t)sg_config_int("sandbox", "max_file_bytes", 64LL << 20);
+	long long v = sg_config_int("files", "max_file_size", -1);
+
+	return (size_t)(v >= 0 ? v : sg_config_int("sandbox", "max_file_bytes", 64LL << 20));
+}
+
+static const char *file_cap_key(void)
+{
+	return sg_config_int("files", "max_file_size", -1) >= 0 ? "[files] max_file_size" : "[sandbox] max_file_bytes";
+}
+
+/* [files] limits; each at least 1. */
+static unsigned files_limit(const char *key, long long def)
+{
+	long long v = sg_config_int("files", key, def);
+
+	return v < 1 ? 1u : v > 1000000 ? 1000000u : (unsigned)v;
 }
 
 /* The machine a call names in `key` (an id or a persistent name), else the
@@ -70,8 +85,13 @@ static void add_machine(json_t *result, const struct sg_entry *e, bool created)
 
 /* ---- shells ------------------------------------------------------------------------ */
 
+/* [shell] max_output, else the seed's [shell] default_max_output. */
 static size_t default_max_output(void)
 {
+	const char *seed = sg_config_get("shell", "default_max_output");
+
+	if (seed && *seed && !strcmp(sg_config_source("shell", "max_output"), "default"))
+		return (size_t)sg_config_int("shell", "default_max_output", 50000);
 	return (size_t)sg_config_int("shell", "max_output", 50000);
 }
 
@@ -146,6 +166,22 @@ static int tool_shell_read(struct sg_tool_ctx *t, json_t *args, json_t **result,
 
 /* ---- files ------------------------------------------------------------------------ */
 
+/* A text file larger than [files] max_file_size is reported, not shown. */
+static void too_large(json_t *r, const char *path)
+{
+	json_int_t size = json_integer_value(json_object_get(r, "file_size"));
+
+	if (strcmp(json_string_value(json_object_get(r, "status")) ?: "", "ok") || size <= (json_int_t)file_cap())
+		return;
+	json_object_clear(r);
+	json_object_set_new(r, "status", json_string("too_large"));
+	json_object_set_new(r, "path", json_string(path));
+	json_object_set_new(r, "file_size", json_integer(size));
+	json_object_set_new(r, "max_file_size", json_integer((json_int_t)file_cap()));
+	json_object_set_new(r, "hint", json_string(
+		"larger than [files] max_file_size: read parts with a command (head, tail, sed -n), or raise the limit"));
+}
+
 static int tool_file_read(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
 	const char *path;
@@ -157,20 +193,21 @@ static int tool_file_read(struct sg_tool_ctx *t, json_t *args, json_t **result, 
 
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
 	    sg_arg_uint(args, "offset", 1, 0, 2000000000u, &offset, err) < 0 ||
-	    sg_arg_uint(args, "limit", 500, 1, 1000000, &limit, err) < 0)
+	    sg_arg_uint(args, "limit", files_limit("default_read_limit", 500), 1, 1000000, &limit, err) < 0)
 		return -1;
 	if (!*path)
 		return sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
 	/* Like the reference: offset counts from 1, limit is capped. */
 	if (offset < 1)
 		offset = 1;
-	if (limit > READ_LIMIT_MAX)
-		limit = READ_LIMIT_MAX;
+	if (limit > files_limit("max_read_limit", 2000))
+		limit = files_limit("max_read_limit", 2000);
 	if (env_machine(t, args, "machine", &e, &created, err) < 0)
 		return -1;
 	full = sg_fileops_path(e, path, t->call, err);
 	if (!full || sg_fileops_read(e, full, offset, limit, t->call, result, err) < 0)
 		goto out;
+	too_large(*result, full);
 	add_machine(*result, e, created);
 	ret = 0;
 out:
@@ -187,8 +224,8 @@ static int write_checked(struct sg_tool_ctx *t, struct sg_entry *e, const char *
 	json_t *lint = NULL;
 
 	if (len > file_cap())
-		return sg_errf(err, SG_E_TOOBIG, "the content is %zu bytes, more than [sandbox] max_file_bytes (%zu)",
-			       len, file_cap());
+		return sg_errf(err, SG_E_TOOBIG, "the content is %zu bytes, more than %s (%zu)", len, file_cap_key(),
+			       file_cap());
 	if (sg_fileops_validate(e, full, data, len, t->call, &lint, err) < 0)
 		return -1;
 	if (sg_m_file_write(e, full, data, len, &opts, t->call, err) < 0) {
@@ -497,7 +534,7 @@ static int tool_file_search(struct sg_tool_ctx *t, json_t *args, json_t **result
 	    sg_arg_enum(args, "search_type", "content", "content|files", &q.type, err) < 0 ||
 	    sg_arg_str(args, "path", false, &path, err) < 0 ||
 	    sg_arg_str(args, "file_glob", false, &q.glob, err) < 0 ||
-	    sg_arg_uint(args, "limit", 50, 1, 10000, &q.limit, err) < 0 ||
+	    sg_arg_uint(args, "limit", files_limit("default_search_limit", 50), 1, 10000, &q.limit, err) < 0 ||
 	    sg_arg_uint(args, "offset", 0, 0, 1000000, &q.offset, err) < 0 ||
 	    sg_arg_enum(args, "output_mode", "content", "content|files_only|count", &q.output_mode, err) < 0 ||
 	    sg_arg_uint(args, "context", 0, 0, 50, &q.context, err) < 0)
@@ -1036,6 +1073,33 @@ static int tool_audit_query(struct sg_tool_ctx *t, json_t *args, json_t **result
 #define MACHINE_PROP \
 	"\"machine\": {\"type\": \"string\", \"description\": \"Machine: a sandbox_id from create_sandbox or a persistent machine's name; omitted uses the session's default machine (created on first use)\"}"
 
+/* Defaults and limits the configuration sets ([shell], [files]), shown in
+ * the schemas as they apply. */
+static void prop_set(json_t *schema, const char *prop, const char *key, json_int_t v)
+{
+	json_t *p = json_object_get(json_object_get(schema, "properties"), prop);
+
+	if (json_is_object(p))
+		json_object_set_new(p, key, json_integer(v));
+}
+
+static void exec_schema(json_t *schema)
+{
+	prop_set(schema, "max_output", "default", (json_int_t)default_max_output());
+	prop_set(schema, "timeout", "default", sg_config_int("shell", "timeout", 30));
+}
+
+static void read_schema(json_t *schema)
+{
+	prop_set(schema, "limit", "default", files_limit("default_read_limit", 500));
+	prop_set(schema, "limit", "maximum", files_limit("max_read_limit", 2000));
+}
+
+static void search_schema(json_t *schema)
+{
+	prop_set(schema, "limit", "default", files_limit("default_search_limit", 50));
+}
+
 static const struct sg_tool env_tools[] = {
 	{ "sandbox_shell_exec",
 	  "Run a command in a persistent bash (cwd, exports and functions persist between calls; stderr is merged into "
@@ -1051,7 +1115,7 @@ static const struct sg_tool env_tools[] = {
 	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 30, \"description\": \"Seconds to wait when wait=true; the command is not killed when it passes\"},"
 	  "\"max_output\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 50000, \"description\": \"Bytes of output returned; more keeps the first tenth and the end\"}"
 	  "}, \"required\": [\"command\"], \"additionalProperties\": false}",
-	  tool_shell_exec },
+	  tool_shell_exec, exec_schema },
 	{ "sandbox_shell_read",
 	  "Read a shell's output that is new since the last exec or read, without blocking; status is idle, running, "
 	  "completed (with exit_code) or terminated. Give shell_id, or machine for its default shell.",
@@ -1068,9 +1132,9 @@ static const struct sg_tool env_tools[] = {
 	  "\"path\": {\"type\": \"string\", \"description\": \"File path\"},"
 	  MACHINE_PROP ","
 	  "\"offset\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 1, \"description\": \"First line (1-based)\"},"
-	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 2000, \"default\": 500, \"description\": \"Lines to read (at most 2000)\"}"
+	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 2000, \"default\": 500, \"description\": \"Lines to read (at most [files] max_read_limit)\"}"
 	  "}, \"required\": [\"path\"], \"additionalProperties\": false}",
-	  tool_file_read },
+	  tool_file_read, read_schema },
 	{ "sandbox_file_write",
 	  "Write a file atomically (a temporary name, then rename), creating parent directories; an existing file keeps "
 	  "its mode and owner. .json, .yaml/.yml, .toml and .py content is checked first and an invalid one is not "
@@ -1110,7 +1174,7 @@ static const struct sg_tool env_tools[] = {
 	  "\"output_mode\": {\"type\": \"string\", \"enum\": [\"content\", \"files_only\", \"count\"], \"default\": \"content\"},"
 	  "\"context\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 0, \"description\": \"Lines of context around each match\"}"
 	  "}, \"required\": [\"pattern\"], \"additionalProperties\": false}",
-	  tool_file_search },
+	  tool_file_search, search_schema },
 	{ "sandbox_env",
 	  "Environment management. action=help lists the operations (machines, shells) and one help topic per backend "
 	  "(<backend>_help, with its own actions); action=status shows the default machine, your machines and shells.",

@@ -159,3 +159,15 @@ const char *sg_call_credential(const struct sg_call *c)
 {
 	return c && c->session ? c->session->cred_hash : "";
 }
+
+static atomic_uint n_credentials = 1;
+
+void sg_credentials_set(unsigned n)
+{
+	atomic_store(&n_credentials, n ? n : 1);
+}
+
+unsigned sg_credentials_count(void)
+{
+	return atomic_load(&n_credentials);
+}

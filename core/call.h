@@ -47,4 +47,10 @@ void sg_call_notify(struct sg_call *c, enum sg_log_level level, const char *fmt,
 	SG_PRINTF(3, 4);
 const char *sg_call_credential(const struct sg_call *c);
 
+/* How many credentials the server serves (host->credentials): 1 unless a
+ * transport with several (HTTP bearer tokens) says so at startup, before
+ * any machine is made.  n = 0 counts as 1. */
+void sg_credentials_set(unsigned n);
+unsigned sg_credentials_count(void);
+
 #endif

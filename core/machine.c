@@ -972,6 +972,31 @@ void sg_machine_host_shells_close(struct sg_machine *m)
 		shells_hook(entry_of(m));
 }
 
+json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self)
+{
+	struct sg_session *s = call ? call->session : NULL;
+	struct sg_record **v;
+	json_t *out;
+	size_t n;
+
+	if (!s || !self || !self->name)
+		return NULL;
+	out = json_array();
+	n = sg_record_persistent(NULL, &v);
+	for (size_t i = 0; i < n; i++) {
+		const struct sg_record *r = v[i];
+
+		if (strcmp(r->backend, self->name) || !reachable(r, s))
+			continue;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:b}", "name", r->name,
+						     "id", r->id, "purpose", r->purpose, "template",
+						     r->template_name, "workspace", r->workspace, "created",
+						     (json_int_t)r->created, "shared", strcmp(r->credential, s->owner) != 0));
+	}
+	sg_record_free_all(v, n);
+	return out;
+}
+
 /* ---- dispatch wrappers --------------------------------------------------- */
 
 /* A failing slot must say why; and a machine that vanished on the backend

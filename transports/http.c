@@ -1686,6 +1686,7 @@ static int conf_load(struct http_conf *c)
 	load_allowed(c);
 	if (load_tokens(c) < 0)
 		return -1;
+	sg_credentials_set((unsigned)c->n_tokens); /* before any machine is made */
 	loopback = host_is_loopback(c->host);
 	if (!loopback && !strcmp(sg_config_source("server", "allowed_hosts"), "default")) {
 		SG_ERROR("[server] host '%s' is not a loopback address: set [server] allowed_hosts to the host names clients will use (DNS-rebinding protection), or '*'",

@@ -738,17 +738,50 @@ static int create_persistent(struct sg_tool_ctx *t, const char *backend, const c
 	return 0;
 }
 
+/* The backend's create options: params.options and every parameter the
+ * core does not know (a backend's own, such as docker's image or ports:
+ * the backend checks them and names any it does not take).  New object. */
+static int create_options(json_t *p, json_t **out, struct sg_err *err)
+{
+	static const char *const core_keys[] = { "name", "backend", "template", "purpose", "options", NULL };
+	json_t *options = json_object_get(p, "options"), *v;
+	const char *k;
+
+	*out = NULL;
+	if (options && !json_is_object(options) && !json_is_null(options))
+		return sg_errf(err, SG_E_INVAL, "params.options must be an object");
+	*out = json_is_object(options) ? json_copy(options) : json_object();
+	json_object_foreach(p, k, v) {
+		bool core = false;
+
+		for (size_t i = 0; core_keys[i]; i++)
+			core |= !strcmp(k, core_keys[i]);
+		if (core)
+			continue;
+		if (json_object_get(*out, k)) {
+			json_decref(*out);
+			*out = NULL;
+			return sg_errf(err, SG_E_INVAL, "'%s' is given both in options and as a parameter: give it once", k);
+		}
+		json_object_set(*out, k, v);
+	}
+	return 0;
+}
+
 static int op_machine_create(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
 {
 	const char *name, *backend, *tmpl, *purpose;
-	json_t *options = json_object_get(p, "options");
+	json_t *options = NULL;
+	int r;
 
 	if (sg_arg_str(p, "name", true, &name, err) < 0 || sg_arg_str(p, "backend", false, &backend, err) < 0 ||
-	    sg_arg_str(p, "template", false, &tmpl, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0)
+	    sg_arg_str(p, "template", false, &tmpl, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0 ||
+	    create_options(p, &options, err) < 0)
 		return -1;
-	if (options && !json_is_object(options))
-		return sg_errf(err, SG_E_INVAL, "params.options must be an object");
-	return create_persistent(t, backend && *backend ? backend : NULL, name, tmpl, purpose, options, result, err);
+	r = create_persistent(t, backend && *backend ? backend : NULL, name, tmpl, purpose,
+			      json_object_size(options) ? options : NULL, result, err);
+	json_decref(options);
+	return r;
 }
 
 static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
@@ -792,7 +825,7 @@ static const struct env_op core_ops[] = {
 	  "shell_id or machine (its default shell)",
 	  "{\"action\":\"shell_interrupt\",\"params\":{\"shell_id\":\"sh_0123456789ab\"}}", op_shell_interrupt },
 	{ "machine_create", "a persistent machine: kept after the session, reachable only with your credential",
-	  "name (required), backend, template, purpose, options (backend-specific object)",
+	  "name (required), backend, template, purpose, options (an object, or the backend's own parameters given beside these: see <backend>_help)",
 	  "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\"}}", op_machine_create },
 	{ "machine_remove", "destroy a machine (persistent or not) and its shells", "machine (required)",
 	  "{\"action\":\"machine_remove\",\"params\":{\"machine\":\"dev\"}}", op_machine_remove },

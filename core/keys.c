@@ -89,6 +89,17 @@ static const struct sg_config_key shell_keys[] = {
 	{ 0 }
 };
 
+static const struct sg_config_key default_machine_keys[] = {
+	{ .key = "enabled", .def = "false", .accepts = "bool",
+	  .help = "make (or find again) a persistent machine when a server starts, before any client is served; failing to is fatal" },
+	{ .key = "backend",
+	  .help = "its backend; unset: the default backend" },
+	{ .key = "name", .def = "admin",
+	  .help = "its name (with docker, the name [docker] admin_machine gives the admin layout)" },
+	{ .key = "purpose", .help = "what it is for, shown by status and machine_list" },
+	{ 0 }
+};
+
 static const struct sg_config_key files_keys[] = {
 	{ .key = "max_file_size", .accepts = "uint",
 	  .help = "largest file in bytes sandbox_file_read reads (larger: status too_large) and sandbox_file_write and patch write; default [sandbox] max_file_bytes" },
@@ -106,6 +117,7 @@ void sg_core_keys_register(void)
 	sg_config_register("audit", audit_keys);
 	sg_config_register("shell", shell_keys);
 	sg_config_register("files", files_keys);
+	sg_config_register("default_machine", default_machine_keys);
 	sg_config_register("log", log_keys);
 	sg_config_register("plugin", plugin_keys);
 	sg_config_register("sandbox", sandbox_keys);

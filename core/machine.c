@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/machine.h"
 #include "core/plugin.h"
+#include "core/provision.h"
 #include "core/record.h"
 #include "core/session.h"
 #include "core/util.h"
@@ -183,7 +184,8 @@ const char *sg_machine_label(const struct sg_entry *e)
 	return e->name[0] ? e->name : e->m.id;
 }
 
-/* A whole item of the comma-separated [server] shared_machines. */
+/* A whole item of the comma-separated [server] shared_machines, or the
+ * default machine provisioned at startup. */
 static bool shared_machine(const char *id)
 {
 	const char *list = sg_config_get("server", "shared_machines");
@@ -191,6 +193,8 @@ static bool shared_machine(const char *id)
 
 	if (!n)
 		return false;
+	if (sg_default_machine_is(id))
+		return true;
 	for (const char *p = list; p && *p;) {
 		size_t len = strcspn(p, ", ");
 

@@ -18,6 +18,7 @@
 #include "core/machine.h"
 #include "core/mcp.h"
 #include "core/plugin.h"
+#include "core/provision.h"
 #include "core/reaper.h"
 #include "core/session.h"
 #include "core/record.h"
@@ -378,7 +379,10 @@ int main(int argc, char **argv)
 		rc = run_call(&c);
 	} else {
 		sg_reaper_start();
-		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
+		if (!strcmp(c.command, "http"))
+			rc = sg_http_run(); /* provisions after it knows its credentials */
+		else
+			rc = sg_default_machine_provision() < 0 ? EXIT_TOOL_ERROR : sg_stdio_run();
 		sg_reaper_stop();
 	}
 	if (server)

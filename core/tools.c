@@ -12,6 +12,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/machine.h"
+#include "core/provision.h"
 #include "core/session.h"
 #include "core/tools.h"
 #include "core/util.h"
@@ -368,6 +369,24 @@ static int create_default(struct sg_tool_ctx *t, struct sg_entry **out, struct s
 	return sg_machine_create(t->s, NULL, &req, t->call, out, err);
 }
 
+/* The machine provisioned at startup ([default_machine]) is every
+ * session's first default, while it exists. */
+static bool startup_default(struct sg_session *s, struct sg_entry **out)
+{
+	char id[SG_ID_MAX];
+
+	if (!sg_default_machine_id(id))
+		return false;
+	*out = sg_machine_get(s, id, NULL);
+	if (!*out)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (!s->default_id[0])
+		snprintf(s->default_id, sizeof(s->default_id), "%s", id);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
 int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
 		    bool *created, struct sg_err *err)
 {
@@ -401,6 +420,14 @@ int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
 			if (sg_call_cancelled(t->call))
 				return sg_errf(err, SG_E_CANCELLED, "cancelled");
 			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (startup_default(s, out))
+			return 0;
+		pthread_mutex_lock(&s->lock);
+		if (s->default_id[0] || s->creating_default) {
+			pthread_mutex_unlock(&s->lock);
+			continue; /* another call got there first */
 		}
 		s->creating_default = true;
 		pthread_mutex_unlock(&s->lock);

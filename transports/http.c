@@ -66,6 +66,7 @@
 #include "core/jsonrpc.h"
 #include "core/log.h"
 #include "core/mcp.h"
+#include "core/provision.h"
 #include "core/session.h"
 #include "core/tools.h"
 #include "core/util.h"
@@ -1910,6 +1911,8 @@ int sg_http_run(void)
 	if (conf_load(&srv.conf) < 0)
 		goto out;
 	rc = 1;
+	if (sg_default_machine_provision() < 0) /* before any client is served */
+		goto out;
 	if (sg_config_bool("server", "conformance_fixtures", false)) {
 		SG_WARN("http: [server] conformance_fixtures is on: the MCP conformance suite's test tools are listed");
 		sg_mcp_enable_conformance_fixtures();

@@ -84,7 +84,7 @@ static int rx_run(struct docker_ctx *ctx, const struct sg_machine *m, struct rn_
 	} else if (st == RN_REQ_FAILED) {
 		rn_req_kill(q, 0);
 		/* The runner may be dead: end the group the way plain exec does. */
-		docker_kill_group(ctx, m->id, pgid);
+		docker_kill_group(ctx, m->id, pgid, NULL); /* the runner runs only with /bin/sh */
 		rc = ctx->host->errf(err, cancelled ? SG_E_CANCELLED : SG_E_IO,
 				     "%s (the command's process group was killed)", why);
 	} else if (sink.oom) {

@@ -281,7 +281,8 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 			 char *why, size_t size, struct sg_err *err)
 {
 	const char *argv[] = { path, ctx->runner_faults ? "--fault" : "--stdio", NULL };
-	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true };
+	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true,
+				.persistent = dm->persistent };
 	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	struct sg_buf early = { 0 };
 	struct rn_transport t;

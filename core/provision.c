@@ -55,12 +55,14 @@ static int probe(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
 
 /* Finds the machine `name` of session s, or makes it on `backend`. */
 static struct sg_entry *find_or_make(struct sg_session *s, struct sg_call *call, const char *name,
-				     const char *backend, const char *purpose, struct sg_err *err)
+				     const char *backend, const char *purpose, bool *made,
+				     struct sg_err *err)
 {
 	struct sg_create_req req = { .name = name };
 	struct sg_err gerr = { 0 };
 	struct sg_entry *e = sg_machine_get(s, name, &gerr);
 
+	*made = false;
 	if (e) {
 		SG_INFO("default machine '%s' found (%s on %s): adopted, not made again", name, e->m.id,
 			e->m.backend->name);
@@ -73,6 +75,7 @@ static struct sg_entry *find_or_make(struct sg_session *s, struct sg_call *call,
 	if (sg_machine_create_persistent(s, backend, &req, purpose, call, &e, err) < 0)
 		return NULL;
 	SG_INFO("default machine '%s' made (%s on %s)", name, e->m.id, e->m.backend->name);
+	*made = true;
 	return e;
 }
 
@@ -84,8 +87,9 @@ int sg_default_machine_provision(void)
 	struct sg_session *s;
 	struct sg_call *call;
 	struct sg_entry *e;
-	struct sg_err err = { 0 };
+	struct sg_err err = { 0 }, kerr;
 	char owner[64];
+	bool made;
 	json_t *id;
 	int rc = -1;
 
@@ -99,7 +103,7 @@ int sg_default_machine_provision(void)
 	id = json_integer(0);
 	call = sg_call_new(s, id, NULL, "startup");
 	json_decref(id);
-	e = find_or_make(s, call, name, backend && *backend ? backend : NULL, purpose, &err);
+	e = find_or_make(s, call, name, backend && *backend ? backend : NULL, purpose, &made, &err);
 	if (e && backend && *backend && strcmp(e->m.backend->name, backend))
 		sg_errf(&err, SG_E_EXISTS, "a machine named '%s' exists on backend '%s', not '%s': remove it, or set [default_machine] backend = %s",
 			name, e->m.backend->name, backend, e->m.backend->name);
@@ -112,6 +116,12 @@ int sg_default_machine_provision(void)
 	} else {
 		SG_ERROR("cannot provision the default machine '%s' ([default_machine] enabled): %s; the server does not start",
 			 name, err.msg[0] ? err.msg : "unknown error");
+		/* What this start made and cannot use goes again: a fixed
+		 * configuration starts afresh. */
+		if (e && made && sg_machine_kill(e, call, &kerr) < 0)
+			SG_WARN("removing the unusable default machine '%s' failed: %s", name, kerr.msg);
+		if (made)
+			e = NULL; /* sg_machine_kill took the reference */
 	}
 	sg_machine_put(e);
 	sg_call_free(call);

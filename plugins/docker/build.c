@@ -335,7 +335,8 @@ static int build_send(struct docker_ctx *ctx, struct sg_machine *m, const char *
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	snprintf(path, sizeof(path), "/build?t=%s&dockerfile=%s&rm=1&forcerm=1", et, BUILD_DF_NAME);
 	free(et);
-	ctx->host->progress(call, 0, 0, "sending the build context");
+	b.progress = 1;
+	ctx->host->progress(call, b.progress, 0, "sending the build context");
 	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0) {
 		if (err && err->code == SG_E_TIMEOUT)
 			snprintf(err->msg + strlen(err->msg), sizeof(err->msg) - strlen(err->msg),

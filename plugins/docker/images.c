@@ -148,7 +148,9 @@ int docker_act_commit(void *priv, struct sg_machine *m, const json_t *params, st
 	const char *ref = json_string_value(json_object_get(params, "image_tag"));
 	const char *comment = json_string_value(json_object_get(params, "comment"));
 	char repo[256], tag[129], path[1200], *er = NULL, *et = NULL, *ec = NULL;
+	/* The container config to change: none (the engine wants JSON). */
 	struct docker_http rq = { .method = "POST", .path = path, .call = call,
+				  .body = "{}", .body_len = 2, .content_type = "application/json",
 				  .timeout_ms = ctx->build_timeout_s * 1000u };
 	struct docker_reply rp;
 	json_t *reply = NULL;
@@ -166,7 +168,7 @@ int docker_act_commit(void *priv, struct sg_machine *m, const json_t *params, st
 	}
 	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", m->id,
 		 er, et, ec);
-	ctx->host->progress(call, 0, 1, "committing the container (a long copy for a large one)");
+	ctx->host->progress(call, 1, 0, "committing the container (a long copy for a large one)");
 	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0) {
 		docker_reply_free(ctx->engine, &rp);
 		goto out;
@@ -177,7 +179,6 @@ int docker_act_commit(void *priv, struct sg_machine *m, const json_t *params, st
 	else
 		rc = 0;
 	if (rc == 0) {
-		ctx->host->progress(call, 1, 1, "committed");
 		*result = json_pack("{s:s, s:s, s:o}", "image_tag", ref, "status", "committed",
 				    "image_id", docker_short_id(json_string_value(json_object_get(reply, "Id"))));
 	}

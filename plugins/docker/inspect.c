@@ -27,6 +27,14 @@ static json_t *docker_str_or_null(const json_t *o, const char *key)
 	return s && *s ? json_string(s) : json_null();
 }
 
+/* A time, or null for docker's "never" (year 1). */
+static json_t *docker_time_or_null(const json_t *o, const char *key)
+{
+	const char *s = docker_str(o, key);
+
+	return s && *s && strncmp(s, "0001-", 5) ? json_string(s) : json_null();
+}
+
 /* The names of "K=V" entries, sorted; values are never read past '='. */
 static json_t *docker_env_keys(const json_t *env)
 {
@@ -78,8 +86,8 @@ static json_t *docker_view_container(const json_t *info)
 			 "name", name && *name == '/' ? name + 1 : name ? name : "",
 			 "image", docker_str(cfg, "Image") ?: "",
 			 "created", docker_str(info, "Created") ?: "",
-			 "started_at", docker_str_or_null(st, "StartedAt"),
-			 "finished_at", docker_str_or_null(st, "FinishedAt"),
+			 "started_at", docker_time_or_null(st, "StartedAt"),
+			 "finished_at", docker_time_or_null(st, "FinishedAt"),
 			 "state", "status", docker_str(st, "Status") ?: "", "running",
 			 json_is_true(json_object_get(st, "Running")), "exit_code",
 			 json_integer_value(json_object_get(st, "ExitCode")), "error",

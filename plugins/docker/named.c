@@ -32,7 +32,7 @@ static void docker_progress_step(struct docker_ctx *ctx, struct sg_call *call, d
 				 const char *msg)
 {
 	if (call)
-		ctx->host->progress(call, step, 4, msg);
+		ctx->host->progress(call, step, 3, msg);
 }
 
 static void docker_sleep(long ms)
@@ -348,7 +348,7 @@ static int docker_named_make(struct docker_ctx *ctx, const struct sg_create_req 
 
 	if (!image)
 		return -1;
-	docker_progress_step(ctx, call, 0, "making the workspace and share directories");
+	docker_progress_step(ctx, call, 0.5, "making the workspace and share directories");
 	if (docker_mounts_make(ctx, sc, req->name, &mounts, err) < 0)
 		return -1;
 	body = docker_named_body(ctx, req, sc, o, image, mounts);

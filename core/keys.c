@@ -95,7 +95,7 @@ static const struct sg_config_key default_machine_keys[] = {
 	{ .key = "backend",
 	  .help = "its backend; unset: the default backend" },
 	{ .key = "name", .def = "admin",
-	  .help = "its name (with docker, the name [docker] admin_machine gives the admin layout)" },
+	  .help = "its name (a backend may give a name a layout of its own, as an admin machine's)" },
 	{ .key = "purpose", .help = "what it is for, shown by status and machine_list" },
 	{ 0 }
 };

@@ -133,9 +133,13 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 	if (*end || end == text || s->pgid <= 1) {
 		/* Not our wrapper's line: docker's own error (bad cwd, no sh). */
 		s->pgid = 0;
+		while (len && (text[len - 1] == '\r' || text[len - 1] == ' '))
+			text[--len] = '\0';
 		return s->ctx->host->errf(err, SG_E_BACKEND, "docker could not start "
-					  "the stream in container %s: %s", s->cid,
-					  text);
+					  "the stream in container %s: %s%s", s->cid, text,
+					  strstr(text, "no such file") && !s->sh[0] ?
+					  " (an image without /bin/sh needs a named machine made "
+					  "with docker_run's `shell`)" : "");
 	}
 	return 0;
 }

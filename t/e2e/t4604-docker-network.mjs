@@ -30,6 +30,8 @@ t.run(async () => {
   const sb = await srv.tool('create_sandbox', {});
   const sbNets = Object.keys((await container(sb.sandbox_id))?.NetworkSettings?.Networks ?? {});
   t.ok(!sbNets.includes(net), 'a create_sandbox sandbox is not on the machines\' network', sbNets);
+  t.deepEqual((await container(sb.sandbox_id))?.Mounts?.filter((m) => m.Type === 'bind') ?? [], [],
+    '... and has no host mount');
   await srv.tool('kill_sandbox', { sandbox_id: sb.sandbox_id });
 
   await envFlat(srv, 'docker_remove', { machine: a });

@@ -369,7 +369,11 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 		/* The connection is in the middle of an answer: never reuse it. */
 		curl_easy_cleanup(h);
 		h = NULL;
-		e->host->errf(err, SG_E_CANCELLED, "docker API %s %s: cancelled", rq->method, rq->path);
+		if (rq->call && e->host->cancelled(rq->call))
+			e->host->errf(err, SG_E_CANCELLED, "docker API %s %s: cancelled", rq->method, rq->path);
+		else
+			e->host->errf(err, SG_E_IO, "docker API %s %s: the answer's reader stopped it",
+				      rq->method, rq->path);
 		goto out;
 	}
 	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rp->body_capped)) {

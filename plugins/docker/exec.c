@@ -405,6 +405,12 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 	if (!*why)
 		docker_first_line(got->err.data ? got->err.data : "", got->err.len, why,
 				  sizeof(why));
+	/* The container stopped between the exec's create and its start. */
+	if (strstr(why, "stopped container") || strstr(why, "is not running"))
+		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
+				       "container %s is not running%s", cid, r->persistent ?
+				       ": start it with sandbox_env docker_start" :
+				       " (stopped outside sandgate)");
 	return ctx->host->errf(err, SG_E_BACKEND, "docker could not start the command "
 			       "in container %s (exit %d)%s%s: the image needs "
 			       "%s (or make the machine with a `shell` it has), and cwd "

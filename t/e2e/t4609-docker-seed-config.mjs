@@ -26,6 +26,15 @@ t.run(async () => {
   const name = 'admin'; // admin_machine = "": an ordinary name
   const cname = `sgq${PID}-${name}`;
 
+  const help = resultData(await srv.call('sandbox_env', { action: 'docker_help' }));
+  const ops = Object.fromEntries((help.operations ?? []).map((o) => [o.action, o]));
+  for (const a of ['docker_run', 'docker_ps', 'docker_images', 'docker_image_history', 'docker_build', 'docker_commit',
+    'docker_stop', 'docker_start', 'docker_restart', 'docker_remove', 'docker_inspect', 'docker_logs', 'docker_diff', 'docker_stats']) {
+    t.ok(ops[a]?.params?.type === 'object' && ops[a].params.additionalProperties === false && ops[a].description,
+      `docker_help describes ${a} with its exact parameters`, ops[a]);
+  }
+  t.deepEqual(Object.keys(ops.docker_run?.params?.properties ?? {}).sort(),
+    ['command', 'env', 'image', 'name', 'ports', 'purpose', 'shell', 'workdir'], 'docker_run\'s parameters');
   const run = await srv.call('sandbox_env', { action: 'docker_run', name, purpose: 'flat' });
   t.ok(!run.isError, 'a flat docker_run works', errorText(run));
   t.is(resultData(run).container, cname, 'the quoted container_name_prefix is used without its quotes');

@@ -57,6 +57,7 @@
 #define DOCKER_LABEL_PURPOSE    "org.sandgate.purpose"
 #define DOCKER_LABEL_SHELL      "org.sandgate.shell"
 #define DOCKER_LABEL_NETWORK    "org.sandgate.network"
+#define DOCKER_LABEL_WORK_HOME  "org.sandgate.work_home" /* [storage] work_home it was made under */
 
 #define DOCKER_WORKSPACE "/workspace"
 
@@ -369,8 +370,10 @@ int docker_container_inspect(struct docker_ctx *ctx, const char *id, json_t **in
 /* POST /containers/{id}/start after docker_mounts_verify.  0 or -1. */
 int docker_container_start(struct docker_ctx *ctx, const char *id, struct sg_err *err);
 /* True when a container (inspect answer) is the named machine `name` of
- * credential cred (labels). */
-bool docker_container_is(const json_t *info, const char *name, const char *cred);
+ * credential cred made under this sandgate's work_home (labels): another
+ * deployment on the same engine, even of the same user, keeps its own. */
+bool docker_container_is(struct docker_ctx *ctx, const json_t *info, const char *name,
+			 const char *cred);
 /* The state of container id shortly after a start: {status, running} and,
  * when it is not running, exit_code, error and its last log lines.  New
  * object, or NULL when it cannot be inspected. */

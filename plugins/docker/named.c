@@ -50,12 +50,14 @@ static const char *docker_label_of(const json_t *info, const char *key)
 	return v ? v : "";
 }
 
-bool docker_container_is(const json_t *info, const char *name, const char *cred)
+bool docker_container_is(struct docker_ctx *ctx, const json_t *info, const char *name,
+			 const char *cred)
 {
 	return !strcmp(docker_label_of(info, DOCKER_LABEL_MANAGED), "1") &&
 	       !strcmp(docker_label_of(info, DOCKER_LABEL_PERSISTENT), "1") &&
 	       !strcmp(docker_label_of(info, DOCKER_LABEL_NAME), name) &&
-	       !strcmp(docker_label_of(info, DOCKER_LABEL_CREDENTIAL), cred);
+	       !strcmp(docker_label_of(info, DOCKER_LABEL_CREDENTIAL), cred) &&
+	       ctx->work_home && !strcmp(docker_label_of(info, DOCKER_LABEL_WORK_HOME), ctx->work_home);
 }
 
 int docker_container_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
@@ -176,9 +178,9 @@ static json_t *docker_named_labels(struct docker_ctx *ctx, const struct sg_creat
 {
 	char now[32];
 
-	(void)ctx;
 	snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+			 DOCKER_LABEL_WORK_HOME, ctx->work_home ? ctx->work_home : "",
 			 DOCKER_LABEL_MANAGED, "1", DOCKER_LABEL_OWNER, req->owner ? req->owner : "",
 			 DOCKER_LABEL_SESSION, req->session_hash ? req->session_hash : "",
 			 DOCKER_LABEL_CREATED, now, DOCKER_LABEL_LIFETIME, "0",
@@ -318,7 +320,7 @@ static int docker_named_adopt(struct docker_ctx *ctx, const struct sg_create_req
 	struct sg_err serr;
 	int rc;
 
-	if (!docker_container_is(info, req->name, sc->cred))
+	if (!docker_container_is(ctx, info, req->name, sc->cred))
 		return ctx->host->errf(err, SG_E_EXISTS, "the container name %s is taken on this "
 				       "engine by a container that is not your machine '%s': "
 				       "choose another name", cname, req->name);

@@ -158,7 +158,7 @@ int docker_act_run(void *priv, struct sg_machine *m, const json_t *params, struc
 	docker_scope_of(ctx, call, &sc);
 	rc = docker_container_name(ctx, name, cname, sizeof(cname), err);
 	if (rc == 0 && docker_container_inspect(ctx, cname, &info, &ierr) == 0 &&
-	    !docker_container_is(info, name, sc.cred)) {
+	    !docker_container_is(ctx, info, name, sc.cred)) {
 		/* Someone else's: a wall, not a re-attach. */
 		rc = ctx->host->errf(err, SG_E_NOTFOUND, "machine '%s' not found among yours, and the "
 				     "container name %s is in use on this engine: choose another name",
@@ -179,13 +179,20 @@ out:
 /* The caller's labelled containers, stopped ones too: a new array. */
 static json_t *docker_ps_labelled(struct docker_ctx *ctx, const struct docker_scope *sc)
 {
-	char filter[512], path[1024], *f;
-	json_t *reply = NULL;
+	char filter[DOCKER_PATH_MAX + 512], path[3 * sizeof(filter) + 64], *f, *lab;
+	json_t *reply = NULL, *wh;
 	struct sg_err err;
 	long status;
 
-	snprintf(filter, sizeof(filter), "{\"label\":[\"%s=1\",\"%s=1\",\"%s=%s\"]}",
-		 DOCKER_LABEL_MANAGED, DOCKER_LABEL_PERSISTENT, DOCKER_LABEL_CREDENTIAL, sc->cred);
+	/* The work_home label goes through the JSON encoder: it is a path. */
+	wh = json_sprintf("%s=%s", DOCKER_LABEL_WORK_HOME, ctx->work_home ? ctx->work_home : "");
+	lab = json_dumps(wh, JSON_ENCODE_ANY);
+	json_decref(wh);
+	if (!lab)
+		return json_array();
+	snprintf(filter, sizeof(filter), "{\"label\":[\"%s=1\",\"%s=1\",\"%s=%s\",%s]}",
+		 DOCKER_LABEL_MANAGED, DOCKER_LABEL_PERSISTENT, DOCKER_LABEL_CREDENTIAL, sc->cred, lab);
+	free(lab);
 	f = docker_engine_escape(filter);
 	if (!f)
 		return json_array();

@@ -5,7 +5,7 @@
 // same name re-attaches with a note (already running, or started when it
 // was stopped).
 import path from 'node:path';
-import { t, preflight, sdkClient, resultData, tmpdir } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, resultData, errorText, tmpdir } from '../lib/sg.mjs';
 import { uniq, dockerArgs, envFlat, container } from '../lib/docker.mjs';
 
 t.run(async () => {
@@ -36,12 +36,19 @@ t.run(async () => {
   t.is(again.sandbox_id, c0.Id, '... to the same container');
   await b.kill('SIGKILL');
 
+  // another deployment of the same user (another work_home) on this engine
+  const other = uniq('t4601o');
+  const o = await sdkClient(dockerArgs({ 'storage.work_home': path.join(tmpdir(), 'other-work') }),
+    { XDG_STATE_HOME: path.join(tmpdir(), 'state3') }, { name: 'another deployment' });
+  t.is(resultData(await envFlat(o, 'docker_run', { name: other })).status, 'running', 'another deployment runs a machine');
+  await o.close();
+
   // a sandgate with another state directory has no record of it
   const c = await sdkClient(args, { XDG_STATE_HOME: path.join(tmpdir(), 'state2') }, { name: 'sandgate without the record' });
   const none = await c.tool('sandbox_env', { action: 'machine_list' });
   t.ok(!none.machines.some((m) => m.name === name), 'a sandgate without the record does not list it before docker_ps');
   const ps2 = resultData(await envFlat(c, 'docker_ps'));
-  t.deepEqual(ps2.adopted, [name], 'docker_ps adopts the labelled container the record lacks', ps2);
+  t.deepEqual(ps2.adopted, [name], 'docker_ps adopts the labelled container the record lacks (not another deployment\'s)', ps2);
   t.is(ps2.containers?.find((x) => x.name === name)?.id, c0.Id, '... the same container id');
   t.deepEqual(resultData(await envFlat(c, 'docker_ps')).adopted, [], 'a second docker_ps adopts nothing more');
   t.is((await c.tool('sandbox_shell_exec', { command: 'cat /workspace/mark', machine: name })).output, 'kept\n',
@@ -57,6 +64,9 @@ t.run(async () => {
   t.is(started.note, 'reattached to existing container (started; was stopped)', 'docker_run of a stopped machine starts it, with the note');
   t.is(started.status, 'running', '... and it runs');
   t.is((await container(c0.Id))?.State?.Running, true, '... on the host too');
+  const theirs = await envFlat(c, 'docker_run', { name: other });
+  t.ok(theirs.isError && /not found among yours, and the container name sandgate-t4601o-\d+ is in use/.test(errorText(theirs)),
+    'docker_run of the other deployment\'s name is not a re-attach', errorText(theirs));
   t.is(resultData(await envFlat(c, 'docker_remove', { machine: name })).status, 'removed', 'docker_remove');
   t.is(await container(c0.Id), null, 'the container is gone');
   await c.close();

@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/registry/plugin.h"
+#include "core/registry/provision.h"
 #include "core/registry/record.h"
 #include "core/protocol/session.h"
 #include "core/base/util.h"
@@ -170,7 +171,8 @@ const char *sg_machine_label(const struct sg_entry *e)
 	return e->name[0] ? e->name : e->m.id;
 }
 
-/* A whole item of the comma-separated [server] shared_machines. */
+/* A whole item of the comma-separated [server] shared_machines, or the
+ * default machine provisioned at startup. */
 static bool shared_machine(const char *id)
 {
 	const char *list = sg_config_get("server", "shared_machines");
@@ -178,6 +180,8 @@ static bool shared_machine(const char *id)
 
 	if (!n)
 		return false;
+	if (sg_default_machine_is(id))
+		return true;
 	for (const char *p = list; p && *p;) {
 		size_t len = strcspn(p, ", ");
 
@@ -959,6 +963,31 @@ void sg_machine_host_shells_close(struct sg_machine *m)
 {
 	if (shells_hook)
 		shells_hook(entry_of(m));
+}
+
+json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self)
+{
+	struct sg_session *s = call ? call->session : NULL;
+	struct sg_record **v;
+	json_t *out;
+	size_t n;
+
+	if (!s || !self || !self->name)
+		return NULL;
+	out = json_array();
+	n = sg_record_persistent(NULL, &v);
+	for (size_t i = 0; i < n; i++) {
+		const struct sg_record *r = v[i];
+
+		if (strcmp(r->backend, self->name) || !reachable(r, s))
+			continue;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:b}", "name", r->name,
+						     "id", r->id, "purpose", r->purpose, "template",
+						     r->template_name, "workspace", r->workspace, "created",
+						     (json_int_t)r->created, "shared", strcmp(r->credential, s->owner) != 0));
+	}
+	sg_record_free_all(v, n);
+	return out;
 }
 
 /* ---- gone machines ------------------------------------------------------------ */

@@ -167,6 +167,7 @@ int sg_machine_host_create(struct sg_call *call, const struct sg_backend *self,
 			   struct sg_err *err);
 int sg_machine_host_remove(struct sg_call *call, struct sg_machine *m, struct sg_err *err);
 void sg_machine_host_shells_close(struct sg_machine *m);
+json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self);
 
 /* Dispatch wrappers: check the entry, map a missing optional slot to
  * SG_E_NOTSUP, put the machine's create-time environment in front of the

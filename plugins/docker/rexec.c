@@ -31,7 +31,8 @@ static int rx_start_fail(struct docker_ctx *ctx, const char *cid,
 			 const struct docker_run *r, const char *command,
 			 const struct rn_exit *ex, struct sg_err *err)
 {
-	const char *what = command ? "/bin/sh" : r->argv[0];
+	/* A stream of a command has no argv: it is /bin/sh too. */
+	const char *what = command || !r->argv || !r->argv[0] ? "/bin/sh" : r->argv[0];
 
 	if (ex->spawn_stage == RN_STAGE_CHDIR &&
 	    (ex->spawn_errno == ENOENT || ex->spawn_errno == ENOTDIR))
@@ -43,8 +44,10 @@ static int rx_start_fail(struct docker_ctx *ctx, const char *cid,
 				       "directory %s in container %s: %s",
 				       r->cwd ? r->cwd : "?", cid, strerror(ex->spawn_errno));
 	return ctx->host->errf(err, SG_E_BACKEND, "the runner could not start %s in "
-			       "container %s: %s (exit %d)", what, cid,
-			       strerror(ex->spawn_errno), ex->code);
+			       "container %s: %s (exit %d)%s", what, cid,
+			       strerror(ex->spawn_errno), ex->code,
+			       ex->spawn_errno == ENOENT ? ": an image without it needs a named "
+			       "machine made with docker_run's `shell`" : "");
 }
 
 /* One attempt.  Returns as docker_runner_exec; *retry when the command
@@ -81,7 +84,7 @@ static int rx_run(struct docker_ctx *ctx, const struct sg_machine *m, struct rn_
 	} else if (st == RN_REQ_FAILED) {
 		rn_req_kill(q, 0);
 		/* The runner may be dead: end the group the way plain exec does. */
-		docker_kill_group(ctx, m->id, pgid);
+		docker_kill_group(ctx, m->id, pgid, NULL); /* the runner runs only with /bin/sh */
 		rc = ctx->host->errf(err, cancelled ? SG_E_CANCELLED : SG_E_IO,
 				     "%s (the command's process group was killed)", why);
 	} else if (sink.oom) {

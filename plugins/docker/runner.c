@@ -281,7 +281,8 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 			 char *why, size_t size, struct sg_err *err)
 {
 	const char *argv[] = { path, ctx->runner_faults ? "--fault" : "--stdio", NULL };
-	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true };
+	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true,
+				.persistent = dm->persistent };
 	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	struct sg_buf early = { 0 };
 	struct rn_transport t;
@@ -333,8 +334,22 @@ static void runner_shorten(char *msg)
 		memmove(msg, x + 19, strlen(x + 19) + 1);
 }
 
+/* Whether container id runs (inspect says so). */
+static bool runner_running(struct docker_ctx *ctx, const char *id)
+{
+	json_t *info = NULL;
+	struct sg_err e;
+	bool running;
+
+	if (docker_container_inspect(ctx, id, &info, &e) < 0)
+		return true; /* let the start say what is wrong */
+	running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+	json_decref(info);
+	return running;
+}
+
 /* Tries each directory in turn.  Returns 0 with *out, -1 with why (*gone
- * when the container itself is gone). */
+ * when the container itself is gone, or a named machine's is stopped). */
 static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 			struct docker_machine *dm, struct rn_conn **out, char *why,
 			size_t size, bool *gone)
@@ -346,6 +361,14 @@ static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 	*gone = false;
 	if (runner_binary(ctx, why, size) < 0)
 		return -1;
+	if (dm->persistent && !runner_running(ctx, m->id)) {
+		/* A stopped named machine is no reason to give the runner up:
+		 * it starts again with the machine. */
+		*gone = true;
+		snprintf(why, size, "container %s is not running: start it with sandbox_env docker_start",
+			 m->id);
+		return -1;
+	}
 	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin.id);
 	why[0] = '\0';
 	for (i = 0; i < sizeof(runner_dirs) / sizeof(runner_dirs[0]); i++) {
@@ -435,7 +458,7 @@ static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine
 	}
 	if (runner_start(ctx, m, dm, &dm->conn, why, sizeof(why), &gone) < 0) {
 		if (gone)
-			return ctx->host->errf(err, SG_E_GONE, "%s", why);
+			return ctx->host->errf(err, dm->persistent ? SG_E_UNAVAILABLE : SG_E_GONE, "%s", why);
 		dm->rstate = DOCKER_RUNNER_FALLBACK;
 		snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "the runner cannot run in "

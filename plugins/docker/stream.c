@@ -31,6 +31,7 @@ struct sg_stream {
 	struct docker_rstream *rs;    /* through the runner (owned), else NULL */
 	char cid[DOCKER_ID_MAX];
 	char eid[80];
+	char sh[128];                 /* the machine's shell, "" for /bin/sh */
 	int fd;                       /* the hijacked socket (owned) */
 	long pgid;                    /* the process group, 0 when unknown */
 	pthread_mutex_t rlock;        /* one reader at a time: guards below */
@@ -132,9 +133,13 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 	if (*end || end == text || s->pgid <= 1) {
 		/* Not our wrapper's line: docker's own error (bad cwd, no sh). */
 		s->pgid = 0;
+		while (len && (text[len - 1] == '\r' || text[len - 1] == ' '))
+			text[--len] = '\0';
 		return s->ctx->host->errf(err, SG_E_BACKEND, "docker could not start "
-					  "the stream in container %s: %s", s->cid,
-					  text);
+					  "the stream in container %s: %s%s", s->cid, text,
+					  strstr(text, "no such file") && !s->sh[0] ?
+					  " (an image without /bin/sh needs a named machine made "
+					  "with docker_run's `shell`)" : "");
 	}
 	return 0;
 }
@@ -219,6 +224,7 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 				 .cwd = req->cwd ? req->cwd : m->workspace,
 				 .env = req->env, .group = true,
 				 .attach_stdin = true, .merge_stderr = true };
+	docker_run_for(m, &r);
 	s = calloc(1, sizeof(*s)); /* freed by docker_stream_close() */
 	start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	if (!s || !start) {
@@ -230,6 +236,7 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 	pthread_mutex_init(&s->rlock, NULL);
 	docker_demux_init(&s->dmx);
 	snprintf(s->cid, sizeof(s->cid), "%s", m->id);
+	snprintf(s->sh, sizeof(s->sh), "%s", r.sh ? r.sh : "");
 	if (docker_exec_create(ctx, m->id, &r, s->eid, sizeof(s->eid), err) < 0)
 		goto fail;
 	snprintf(path, sizeof(path), "/exec/%s/start", s->eid);
@@ -353,7 +360,7 @@ int docker_stream_close(struct sg_stream *s, int *exit_code)
 	if (s->fd >= 0) {
 		shutdown(s->fd, SHUT_WR);
 		if (!docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS) && s->pgid > 0) {
-			docker_kill_group(s->ctx, s->cid, s->pgid);
+			docker_kill_group(s->ctx, s->cid, s->pgid, s->sh[0] ? s->sh : NULL);
 			docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS);
 		}
 		close(s->fd);

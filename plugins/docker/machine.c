@@ -38,7 +38,7 @@ static int docker_handle_new(struct docker_ctx *ctx, struct sg_machine *m,
 	if (!dm)
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	dm->ctx = ctx;
-	docker_runner_machine_init(dm);
+	docker_runner_machine_init(dm, m);
 	m->handle = dm;
 	return 0;
 }

@@ -13,9 +13,9 @@
  *   stream.c   interactive streams (stdin open, stderr merged)
  *   sftp.c     files through SFTP
  *   machine.c  sandboxes: working directories under the root, state files
- *   runner.c   sandgate-runner on each target: upload, start, restart,
- *              fallback, removal; its channel as the runner's transport
- *   rexec.c    commands and streams through the runner
+ *   runner.c   sandgate-runner on each target: upload, start, removal;
+ *              its channel as the runner's transport (its life, commands
+ *              and streams through it: plugins/runner/rclient.h)
  *
  * Threading model.  A libssh2 session is not thread-safe, and in
  * non-blocking mode one session carries many channels.  Every call into
@@ -44,6 +44,7 @@
 
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rclient.h"
 
 #define SSH_PLUGIN "ssh"
 
@@ -159,28 +160,18 @@ struct ssh_conn {
 	struct ssh_conn *next;
 };
 
-enum ssh_runner_state {
-	SSH_RUNNER_IDLE = 0,              /* not started yet, or ended: start on the next call */
-	SSH_RUNNER_ACTIVE,
-	SSH_RUNNER_FALLBACK,              /* it cannot run on this host: plain exec, for good */
-	SSH_RUNNER_OFF                    /* [ssh] runner = false */
-};
-
-/* The sandgate-runner of one target (runner.c), part of its pool. */
-struct ssh_runner {
-	pthread_mutex_t lock;             /* one start at a time; guards the fields */
-	pthread_mutex_t tlock;            /* guards note and status (after lock) */
-	enum ssh_runner_state state;
-	struct rn_conn *conn;             /* the opener's reference, or NULL */
-	struct ssh_conn *sc;              /* a reference on the connection carrying it */
-	char path[SSH_PATH_MAX];           /* its file on the host, "" when none is there */
-	char why[256];                    /* why the last one ended, or why it cannot run */
+/* A place a runner lives on a target (runner.c): the one runner client's
+ * site (plugins/runner/rclient.h) and what the SSH side of it keeps. */
+struct ssh_rsite {
+	struct rnc_site site;
+	struct ssh_pool *pool;            /* borrowed: pools live until fini */
+	pthread_mutex_t tlock;            /* guards the fields below */
+	struct ssh_conn *sc;              /* a reference on the connection carrying
+					     the runner, or NULL */
 	/* Written by the transport (its reader thread, its free()), read by the
 	 * starter after a start failed or the runner ended: */
 	char note[200];                   /* the last line it wrote on stderr */
 	char status[64];                  /* how its channel ended: "exit status 1" */
-	unsigned restarts;
-	int64_t start_ms;
 };
 
 /* The connections to one target. */
@@ -194,7 +185,7 @@ struct ssh_pool {
 	unsigned max_slots;               /* the server's limit once learned: new
 					     connections start with it */
 	bool off_warned;                  /* host_key_policy = off was logged */
-	struct ssh_runner runner;
+	struct ssh_rsite runner;           /* the target's runner */
 	struct ssh_pool *next;
 };
 
@@ -444,13 +435,6 @@ struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *er
 
 /* ---- runner.c ----------------------------------------------------------------- */
 
-/* A runner to use: references on its connection and on the SSH connection
- * under it, both dropped by ssh_runner_put(). */
-struct ssh_rlink {
-	struct rn_conn *rc;
-	struct ssh_conn *sc;
-};
-
 /* Reads [ssh] runner and the test hook; frees the binary at teardown. */
 void ssh_runner_setup(struct ssh_ctx *ctx);
 void ssh_runner_teardown(struct ssh_ctx *ctx);
@@ -458,34 +442,8 @@ void ssh_runner_teardown(struct ssh_ctx *ctx);
  * from the host (the connection is closed for good). */
 void ssh_runner_pool_init(struct ssh_pool *p);
 void ssh_runner_pool_fini(struct ssh_pool *p);
-/* The pool's runner, started (or restarted) when needed.  Returns 0 with
- * l filled, 1 when commands use plain exec on this target (off, or it
- * cannot run there: said once in the log), -1 with err when the host is
- * unreachable. */
-int ssh_runner_get(struct ssh_pool *p, struct ssh_rlink *l, struct sg_err *err);
-void ssh_runner_put(struct ssh_rlink *l);
-/* True when the SSH connection under l is gone (why: its reason). */
-bool ssh_rlink_dropped(struct ssh_rlink *l, char *why, size_t n);
 
-/* ---- rexec.c ------------------------------------------------------------------ */
-
-/* Runs r through the pool's runner.  Returns as ssh_run(), or 1 when there
- * is no runner (the caller uses ssh_run()). */
-int ssh_rexec(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *call,
-	      struct sg_exec_result *res, struct sg_err *err);
-
-struct ssh_rstream;
-
-/* A stream through the runner: stdin open, stderr merged, and with
- * status_fd >= 3 a status fd.  Returns 0, -1 with err, or 1 without a
- * runner. */
-int ssh_rstream_open(struct ssh_pool *p, const struct ssh_run *r, int status_fd,
-		     struct ssh_rstream **out, struct sg_err *err);
-ssize_t ssh_rstream_write(struct ssh_rstream *rs, const void *p, size_t n, struct sg_err *err);
-/* channel (may be NULL) gets SG_STREAM_OUTPUT or SG_STREAM_STATUS. */
-ssize_t ssh_rstream_read(struct ssh_rstream *rs, void *p, size_t n, int timeout_ms,
-			 int *channel, struct sg_err *err);
-/* Closes stdin, waits a moment for the end (else kills the group), frees rs. */
-void ssh_rstream_close(struct ssh_rstream *rs, int *exit_code);
+/* The runner command of r: cwd, env, timeout and cap as they are. */
+void ssh_runner_cmd(const struct ssh_run *r, struct rnc_cmd *c);
 
 #endif /* SG_SSH_SSH_H */

@@ -71,7 +71,7 @@ extern "C" {
 
 #define SG_PLUGIN_MAGIC     0x53475042u /* "SGPB" */
 #define SG_PLUGIN_ABI_MAJOR 2u          /* bump on any removal or change */
-#define SG_PLUGIN_ABI_MINOR 0u          /* bump on append */
+#define SG_PLUGIN_ABI_MINOR 1u          /* bump on append */
 
 #define SG_MACHINE_MAGIC 0x53474d41u /* "SGMA" */
 
@@ -258,7 +258,21 @@ struct sg_host_api {
 	 * scoping what a backend keeps per caller (directories, networks).
 	 * "" for a NULL call.  Borrowed, valid while the call runs. */
 	const char *(*call_credential)(const struct sg_call *call);
+
+	/* --- ABI 2.1+: append only; check `size` before calling (SG_HOST_HAS) -- */
+
+	/* Facts about m a user should see (its isolation, its limits): a copy of
+	 * `facts` (a JSON object, borrowed) is returned by create_sandbox as
+	 * `details`.  Call from machine_create or machine_attach.  Never put
+	 * secrets in it.  Returns 0 or -1 (not an object, out of memory). */
+	int (*machine_report)(struct sg_machine *m, const json_t *facts);
 };
+
+/* True when host API h (as the core built it) has `field`: for host slots
+ * appended after 2.0. */
+#define SG_HOST_HAS(h, field) \
+	((h)->size >= offsetof(struct sg_host_api, field) + sizeof((h)->field) && \
+	 (h)->field != NULL)
 
 /* ---- machines ------------------------------------------------------------ */
 

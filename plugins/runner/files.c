@@ -457,14 +457,46 @@ static void write_end(struct runner *r, struct fwrite *w, bool drop)
 	free(w);
 }
 
-/* The file a WRITE replaces: path itself, or where the link at path points. */
+/* The file a WRITE replaces: path itself or, when that is a link, where
+ * the link points, dangling or not (a dangling link's target is made), one
+ * link at a time up to 40 (ELOOP). */
 static char *write_target(const char *path)
 {
+	char *cur = strdup(path), *next, buf[PATH_MAX];
 	struct stat st;
+	ssize_t n;
 
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return realpath(path, NULL); /* NULL (ENOENT) for a dangling link */
-	return strdup(path);
+	for (int hops = 0; cur && hops < 40; hops++) {
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+			return cur;
+		n = readlink(cur, buf, sizeof(buf) - 1);
+		if (n <= 0) {
+			free(cur);
+			return NULL;
+		}
+		buf[n] = '\0';
+		if (buf[0] == '/') {
+			next = strdup(buf);
+		} else {
+			char *slash = strrchr(cur, '/');
+			size_t dl = slash ? (size_t)(slash - cur) + 1 : 0;
+
+			next = malloc(dl + (size_t)n + 1);
+			if (next) {
+				memcpy(next, cur, dl);
+				memcpy(next + dl, buf, (size_t)n + 1);
+			}
+		}
+		free(cur);
+		cur = next;
+	}
+	if (cur) {
+		free(cur);
+		errno = ELOOP;
+	} else {
+		errno = ENOMEM;
+	}
+	return NULL;
 }
 
 /* Opens the temporary file of w next to the target. */

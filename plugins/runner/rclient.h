@@ -114,6 +114,11 @@ void rnc_site_stop(struct rnc_site *s);
  * plain path (off, or the runner cannot run there), -1 with err. */
 int rnc_site_get(struct rnc_site *s, struct rn_conn **out, struct sg_err *err);
 
+/* A connection of s broke: when it is still the site's, it is closed now
+ * (its runner sees EOF and ends what it still runs) and the next call
+ * starts a new one, rather than waiting for that call. */
+void rnc_site_drop(struct rnc_site *s, struct rn_conn *c);
+
 /* The site's runner state as JSON: runner (active, fallback, off, not
  * started), connected, path, reason, restarts, start_ms, and pid, build_id,
  * arch while connected.  A new reference, or NULL (out of memory). */

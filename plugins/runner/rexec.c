@@ -186,13 +186,18 @@ static int rnc_done(struct rnc_site *s, struct rn_req *q, const struct rn_exit *
 }
 
 /* The connection broke while the command ran: its group is killed the
- * plugin's way, and the error says whether the site went too. */
-static int rnc_broken(struct rnc_site *s, long pgid, bool cancelled, const char *why,
-		      struct sg_err *err)
+ * plugin's way, the dead connection is let go (its runner, if alive, ends
+ * what it still runs), and the error says whether the site went too. */
+static int rnc_broken(struct rnc_site *s, struct rn_conn *rc, long pgid, bool cancelled,
+		      const char *why, struct sg_err *err)
 {
+	bool lost;
+
 	if (pgid > 1)
 		s->ops->kill_group(s->ud, pgid);
-	if (s->ops->lost && s->ops->lost(s->ud, err)) {
+	lost = s->ops->lost && s->ops->lost(s->ud, err);
+	rnc_site_drop(s, rc);
+	if (lost) {
 		if (cancelled && err)
 			err->code = SG_E_CANCELLED;
 		return -1;
@@ -236,7 +241,7 @@ static int rnc_run(struct rnc_site *s, struct rn_conn *rc, const struct rnc_cmd 
 				 why);
 	} else if (st == RN_REQ_FAILED) {
 		rn_req_kill(q, 0);
-		rc_ = rnc_broken(s, pgid, cancelled, why, err);
+		rc_ = rnc_broken(s, rc, pgid, cancelled, why, err);
 	} else if (sink.oom) {
 		rc_ = host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
 	} else if (ex.spawn_errno) {

@@ -100,6 +100,14 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 	return 0;
 }
 
+void rnc_site_drop(struct rnc_site *s, struct rn_conn *c)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->conn == c && !rn_conn_alive(c, NULL, 0))
+		rnc_obituary(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int rnc_site_get(struct rnc_site *s, struct rn_conn **out, struct sg_err *err)
 {
 	int rc = 1;

@@ -108,7 +108,7 @@ static int local_init(const struct sg_host_api *host, void **priv, struct sg_err
 	if (v && *v)
 		snprintf(ctx->root, sizeof(ctx->root), "%s", v);
 	else
-		snprintf(ctx->root, sizeof(ctx->root), "%s/local",
+		snprintf(ctx->root, sizeof(ctx->root), "%s/local/sandboxes",
 			 host->state_dir() ? host->state_dir() : "/tmp");
 	if (ctx->root[0] != '/') {
 		free(ctx);
@@ -167,7 +167,7 @@ int local_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg
 static const struct sg_config_key local_config_keys[] = {
 	{ .key = "root",
 	  .help = "directory of the sandbox directories (each sg-<id>, seen as /workspace); "
-		  "default: <state dir>/local" },
+		  "default: <state dir>/local/sandboxes" },
 	{ .key = "network", .def = "none", .accepts = "none|host",
 	  .help = "none: a sandbox has only its own loopback; host: it shares this host's "
 		  "network (and its loopback services)" },

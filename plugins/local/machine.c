@@ -2,8 +2,8 @@
  * Local sandboxes: a directory `<[local] root>/sg-<12 hex>` (mode 0700,
  * owned by the sandbox user) seen as /workspace by its jail.  The id is
  * "local-<12 hex>".  A small JSON file per sandbox in the state directory
- * (<state dir>/local/<id>.json, mode 0600), outside every sandbox
- * directory, is its owner tag: it names the directory and the owner, and
+ * (<state dir>/local/owners/<id>.json, mode 0600), outside [local] root
+ * and every sandbox directory, is its owner tag: it names the directory and the owner, and
  * is written before the core records the machine, so that attach finds the
  * directory again and machine_list finds sandboxes whose record was lost.
  *
@@ -32,13 +32,31 @@
 
 /* ---- tag files ----------------------------------------------------------------------- */
 
+/* mkdir -p with mode 0700 for what it makes. */
+static int mkdir_p(const char *path)
+{
+	char buf[LOCAL_PATH_MAX];
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return (errno = ENAMETOOLONG), -1;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
 static int tag_dir(struct local_ctx *ctx, char *out, size_t n)
 {
 	const char *base = ctx->host->state_dir();
 
-	if (!base || (size_t)snprintf(out, n, "%s/local", base) >= n)
+	if (!base || (size_t)snprintf(out, n, "%s/local/owners", base) >= n)
 		return -1;
-	return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -1;
+	return mkdir_p(out);
 }
 
 /* True for an id this plugin makes: "local-" and 12 hex digits. */
@@ -175,7 +193,7 @@ static int make_dir(struct local_ctx *ctx, const char *name, char *dir, size_t s
 {
 	int rootfd, fd;
 
-	if (mkdir(ctx->root, 0700) < 0 && errno != EEXIST)
+	if (mkdir_p(ctx->root) < 0)
 		return ctx->host->errf(err, SG_E_IO, "local: cannot make [local] root %s: %s",
 				       ctx->root, strerror(errno));
 	rootfd = open(ctx->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -235,7 +253,7 @@ int local_machine_create(void *priv, const struct sg_create_req *req, struct sg_
 		json_decref(tag);
 		local_remove_tree(AT_FDCWD, dir);
 		return ctx->host->errf(err, SG_E_IO, "local: cannot write the owner tag of %s in "
-				       "%s/local: check that directory", id,
+				       "%s/local/owners: check that directory", id,
 				       ctx->host->state_dir() ? ctx->host->state_dir() : "(none)");
 	}
 	json_decref(tag);

@@ -41,7 +41,7 @@ t.run(async () => {
   t.hasFields(sb, { status: 'running', backend: 'local', workspace: '/workspace', template: 'default' },
     'create_sandbox: docker down, the default backend is local; the workspace is /workspace');
   const dir = hostDir(sb);
-  t.like(dir, /\/local\/sg-[0-9a-f]{12}$/, 'url is file://<the sandbox directory on this host>', { url: sb.url });
+  t.like(dir, /\/local\/sandboxes\/sg-[0-9a-f]{12}$/, 'url is file://<the sandbox directory on this host>', { url: sb.url });
   const st = fs.statSync(dir);
   const root = process.getuid() === 0;
   t.ok(st.isDirectory() && (st.mode & 0o777) === 0o700, 'the directory exists with mode 0700', { mode: (st.mode & 0o777).toString(8) });

@@ -29,7 +29,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifdef SYS_openat2
+/* LOCAL_BENEATH_NO_OPENAT2: the walk only (a test builds it so, to check
+ * the path older kernels take). */
+#if defined(SYS_openat2) && !defined(LOCAL_BENEATH_NO_OPENAT2)
+#define LOCAL_HAVE_OPENAT2 1
 #include <linux/openat2.h>
 #endif
 
@@ -92,7 +95,7 @@ static int beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
 
 int local_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
-#ifdef SYS_openat2
+#ifdef LOCAL_HAVE_OPENAT2
 	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .mode = mode,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
 					   RESOLVE_NO_XDEV };

@@ -18,7 +18,7 @@
  * cgroups and takes the rlimits (limits.c) before it drops to that uid and
  * execs bwrap.  bwrap resolves the paths it binds as that user, who may not
  * traverse root's state directory: so the child, still root, makes a mount
- * namespace of its own with a tmpfs over /tmp and binds the sandbox
+ * namespace of its own with a tmpfs over /dev/shm and binds the sandbox
  * directory and the runner there, where bwrap finds them; the namespace,
  * and so those mounts, end with the jail.  Without root, the jail runs as
  * sandgate's own user, and the directory and the runner reach bwrap as
@@ -67,8 +67,10 @@
 #define JAIL_FD_BASE    3       /* the first fd number bwrap's options name */
 #define JAIL_NOTE_MAX   300
 /* As root, the child shows bwrap the workspace and the runner here, in a
- * tmpfs over /tmp of a mount namespace of its own (see jail_portal()). */
-#define PORTAL          "/tmp"
+ * tmpfs over /dev/shm of a mount namespace of its own (see jail_portal()):
+ * a directory every Linux has, that bwrap itself never needs (the jail gets
+ * a /dev of its own), and where neither bwrap nor /usr live. */
+#define PORTAL          "/dev/shm"
 #define PORTAL_WS       PORTAL "/workspace"
 #define PORTAL_RUNNER   PORTAL "/sandgate-runner"
 
@@ -366,9 +368,9 @@ static int jail_fail(struct local_ctx *ctx, const struct local_jail *j, const ch
 	if (strstr(n, "namespace") || strstr(n, "uid map") || strstr(n, "Operation not permitted") ||
 	    strstr(n, "Permission denied") || strstr(n, "No space left"))
 		return ctx->host->errf(err, SG_E_UNAVAILABLE, "local: bubblewrap cannot create the "
-				       "sandbox's namespaces (%s): %s; local never runs commands "
-				       "unconfined", n, jail_fix());
-	return ctx->host->errf(err, SG_E_UNAVAILABLE, "local: the jail did not start (%s%s%s): "
+				       "sandbox's namespaces (%.120s%s): %s; local never runs commands "
+				       "unconfined", n, strlen(n) > 120 ? "..." : "", jail_fix());
+	return ctx->host->errf(err, SG_E_UNAVAILABLE, "local: the jail did not start (%.200s%s%.150s): "
 			       "see the log; local never runs commands unconfined", n[0] ? n : why,
 			       n[0] ? "; " : "", n[0] ? why : "");
 }
@@ -404,11 +406,11 @@ static void fd_path(char out[32], int fd)
 	out[k] = '\0';
 }
 
-/* As root, in the child: a mount namespace of its own, a tmpfs over /tmp in
- * it, and the workspace and the runner bound there (root may traverse any
- * path; the sandbox user, who runs bwrap, only these).  Both are opened in
- * the new namespace first (a mount of the old one cannot be bound into it)
- * and before the tmpfs hides /tmp (where they may live); the paths lead
+/* As root, in the child: a mount namespace of its own, a tmpfs over the
+ * portal in it, and the workspace and the runner bound there (root may
+ * traverse any path; the sandbox user, who runs bwrap, only these).  Both
+ * are opened in the new namespace first (a mount of the old one cannot be
+ * bound into it) and before the tmpfs hides what was there; the paths lead
  * through [local] root, which only sandgate writes. */
 static int jail_portal(const struct local_jail *j)
 {

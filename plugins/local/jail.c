@@ -733,6 +733,14 @@ static void jail_log_cb(void *ud, enum rn_log_level level, const char *msg)
 		  level == RN_LOG_INFO ? SG_LOG_INFO : SG_LOG_DEBUG, LOCAL_PLUGIN, "%s", msg);
 }
 
+static double jail_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* The runner client's start op: a new jail with the runner in it. */
 static int jail_start(void *ud, const char *arg, struct rn_conn **out, char *path, size_t size,
 		      struct sg_err *err)
@@ -745,6 +753,7 @@ static int jail_start(void *ud, const char *arg, struct rn_conn **out, char *pat
 	struct rn_transport t;
 	char why[256] = "";
 	int sock[2] = { -1, -1 }, rc;
+	double t0 = jail_ms(), t1, t2;
 
 	local_jail_end(lm); /* a jail whose runner ended is over */
 	if (local_runner_binary(ctx, err) < 0)
@@ -756,6 +765,7 @@ static int jail_start(void *ud, const char *arg, struct rn_conn **out, char *pat
 	o.name = j->where;
 	if (jail_prepare(lm, j, arg, sock, err) < 0)
 		goto fail;
+	t1 = jail_ms();
 	if (pthread_create(&j->keeper, NULL, jail_keeper, j) != 0) {
 		ctx->host->errf(err, SG_E_IO, "local: cannot start the jail's keeper thread");
 		goto fail;
@@ -767,6 +777,7 @@ static int jail_start(void *ud, const char *arg, struct rn_conn **out, char *pat
 		jail_fail(ctx, j, "", err);
 		goto fail;
 	}
+	t2 = jail_ms();
 	rn_fd_transport(sock[0], &t);
 	sock[0] = -1;
 	rc = rn_conn_open(&t, &o, out, why, sizeof(why)); /* owns the socket from here */
@@ -777,6 +788,9 @@ static int jail_start(void *ud, const char *arg, struct rn_conn **out, char *pat
 	}
 	lm->jail = j;
 	snprintf(path, size, "%s", LOCAL_RUNNER_AT);
+	ctx->host->log(SG_LOG_DEBUG, LOCAL_PLUGIN, "jail %s: prepared in %.1f ms, bwrap "
+		       "started in %.1f ms, the runner's HELLO after %.1f ms", j->where, t1 - t0,
+		       t2 - t1, jail_ms() - t2);
 	return 0;
 fail:
 	if (sock[0] >= 0)

@@ -575,7 +575,7 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 		.group = true,
 	};
 	ssh_runner_cmd(&r, &c);
-	rc = rnc_exec(&sm->pool->runner.site, &c, call, res, err);
+	rc = rnc_exec(ssh_site_of(sm), &c, call, res, err);
 	if (rc == 1)
 		rc = ssh_run(sm->pool, &r, call, res, err);
 	if (rc < 0 && err && err->code == SG_E_NOTFOUND && strcmp(r.cwd, m->workspace) == 0)

@@ -368,14 +368,118 @@ static const char *runner_who(const struct ssh_pool *p, char *buf, size_t n)
 /* Starts `path --stdio` on a new channel and greets it.  Returns 0 with
  * *out and a reference on its SSH connection in *scp; 1 when it did not
  * run (why); -1 with err when the connection failed. */
+/* ---- the jail of a jailed sandbox ------------------------------------------------------ */
+
+/* Host files a jail's /etc gets read-only where they exist (as local.so's). */
+static const char *const jail_etc[] = {
+	"/etc/alternatives", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
+	"/etc/ca-certificates.conf", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf",
+	"/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/localtime", "/etc/timezone",
+	"/etc/locale.alias", "/etc/default/locale", "/etc/ld.so.cache", "/etc/ld.so.conf",
+	"/etc/ld.so.conf.d", "/etc/mime.types", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
+	"/etc/os-release", NULL
+};
+
+#define JAIL_ARGS_MAX 200
+
+/* The argv of a jail whose first process is the runner at path (on the
+ * host), run as `/.sandgate-runner arg`.  Strings live in bufs. */
+struct jail_argv {
+	const char *v[JAIL_ARGS_MAX];
+	int n;
+	char bufs[8][SSH_PATH_MAX + 32];
+	int nb;
+};
+
+static void ja_add(struct jail_argv *a, const char *s)
+{
+	if (a->n < JAIL_ARGS_MAX - 1)
+		a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static const char *ja_fmt(struct jail_argv *a, const char *dir, const char *name)
+{
+	char *b = a->bufs[a->nb < 7 ? a->nb++ : 7];
+
+	snprintf(b, sizeof(a->bufs[0]), "%s%s%s", dir, name ? "/" : "", name ? name : "");
+	return b;
+}
+
+static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, struct jail_argv *a)
+{
+	static const char *const ns[] = { "--unshare-user", "--unshare-pid", "--unshare-ipc",
+					   "--unshare-uts", "--unshare-cgroup-try", NULL };
+	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL };
+	static const char *const etc_files[] = { "passwd", "group", "hosts", "hostname", NULL };
+	struct ssh_pool *p = rs->pool;
+
+	a->n = a->nb = 0;
+	ja_add(a, "bwrap");
+	for (int i = 0; ns[i]; i++)
+		ja_add(a, ns[i]);
+	if (!p->target.network_host)
+		ja_add(a, "--unshare-net");
+	if (p->bwrap_disable_userns)
+		ja_add(a, "--disable-userns");
+	ja_add(a, "--die-with-parent");
+	ja_add(a, "--new-session");
+	ja_add(a, "--hostname");
+	ja_add(a, rs->hostname);
+	ja_add(a, "--ro-bind");
+	ja_add(a, "/usr");
+	ja_add(a, "/usr");
+	for (int i = 0; tops[i]; i++) {
+		ja_add(a, "--ro-bind-try");
+		ja_add(a, tops[i]);
+		ja_add(a, tops[i]);
+	}
+	for (int i = 0; jail_etc[i]; i++) {
+		ja_add(a, "--ro-bind-try");
+		ja_add(a, jail_etc[i]);
+		ja_add(a, jail_etc[i]);
+	}
+	for (int i = 0; etc_files[i]; i++) {
+		ja_add(a, "--ro-bind");
+		ja_add(a, ja_fmt(a, rs->etc, etc_files[i]));
+		ja_add(a, ja_fmt(a, "/etc", etc_files[i]));
+	}
+	ja_add(a, "--proc");
+	ja_add(a, "/proc");
+	ja_add(a, "--dev");
+	ja_add(a, "/dev");
+	ja_add(a, "--tmpfs");
+	ja_add(a, "/tmp");
+	ja_add(a, "--bind");
+	ja_add(a, rs->dir);
+	ja_add(a, "/workspace");
+	ja_add(a, "--ro-bind");
+	ja_add(a, path);
+	ja_add(a, "/.sandgate-runner");
+	ja_add(a, "--remount-ro");
+	ja_add(a, "/");
+	ja_add(a, "--chdir");
+	ja_add(a, "/workspace");
+	ja_add(a, "--setenv");
+	ja_add(a, "HOME");
+	ja_add(a, "/workspace");
+	ja_add(a, "--setenv");
+	ja_add(a, "TMPDIR");
+	ja_add(a, "/tmp");
+	ja_add(a, "--");
+	ja_add(a, "/.sandgate-runner");
+	ja_add(a, arg);
+}
+
 static int runner_launch(struct ssh_rsite *rs, const char *path, const char *arg,
 			 struct rn_conn **out, struct ssh_conn **scp, char *why, size_t size,
 			 struct sg_err *err)
 {
 	struct ssh_pool *p = rs->pool;
 	struct ssh_ctx *ctx = p->ctx;
-	const char *argv[] = { path, arg, NULL };
-	struct ssh_run r = { .argv = argv, .cwd = "/" };
+	const char *plain[] = { path, arg, NULL };
+	struct jail_argv *ja = rs->jailed ? calloc(1, sizeof(*ja)) : NULL; /* freed below */
+	struct ssh_run r = { .argv = plain, .cwd = "/" };
 	struct runner_chan *t = calloc(1, sizeof(*t)); /* owned by the connection once opened */
 	struct rn_conn_opts o = { .build_id = ctx->bin.id, .hello_timeout_ms = RUNNER_HELLO_MS,
 				  .log = runner_log_cb, .log_ud = ctx };
@@ -386,10 +490,18 @@ static int runner_launch(struct ssh_rsite *rs, const char *path, const char *arg
 	char dropped[256];
 	int rc;
 
-	if (!t)
+	if (!t || (rs->jailed && !ja)) {
+		free(t);
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-	if (ssh_exec_start(p, &op, NULL, ssh_now_ms() + RUNNER_START_MS, &r, false, false, &c, &ch,
-			   err) < 0) {
+	}
+	if (ja) {
+		jail_argv(rs, path, arg, ja);
+		r.argv = ja->v;
+	}
+	rc = ssh_exec_start(p, &op, NULL, ssh_now_ms() + RUNNER_START_MS, &r, false, false, &c, &ch,
+			    err);
+	free(ja);
+	if (rc < 0) {
 		free(t);
 		return -1;
 	}
@@ -671,6 +783,84 @@ static const struct rnc_ops rsite_ops = {
 	.kill_group = rsite_kill_group,
 	.lost = rsite_lost,
 };
+
+/* A jailed sandbox: the same start, refused rather than run another way. */
+static int jail_site_start(void *ud, const char *arg, struct rn_conn **out, char *rpath,
+			   size_t rsize, struct sg_err *err)
+{
+	struct ssh_rsite *rs = ud;
+	struct ssh_pool *p = rs->pool;
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16], msg[sizeof(err->msg)];
+
+	if (rsite_start(ud, arg, out, rpath, rsize, err) == 0)
+		return 0;
+	if (!err || err->code != SG_E_NOTSUP)
+		return -1;
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: the jail of this sandbox did not "
+				  "start on %s (%.300s): bubblewrap must be able to make unprivileged "
+				  "user namespaces there (sysctl kernel.unprivileged_userns_clone=1, "
+				  "user.max_user_namespaces > 0, an AppArmor profile for bwrap), and "
+				  "the runner must run there; a jailed sandbox never runs unconfined",
+				  ssh_target_str(&p->target, who, sizeof(who)), msg);
+}
+
+/* A jail's commands live in its pid namespace, which ends with its runner:
+ * there is no group to kill from outside (and a group number from inside
+ * means nothing on the host). */
+static void jail_kill_group(void *ud, long pgid)
+{
+	(void)ud;
+	(void)pgid;
+}
+
+static const struct rnc_ops jail_ops = {
+	.tag = SSH_PLUGIN,
+	.plain = NULL, /* no way around the jail */
+	.start = jail_site_start,
+	.ended = rsite_ended,
+	.kill_group = jail_kill_group,
+	.lost = rsite_lost,
+};
+
+struct ssh_rsite *ssh_jail_new(struct ssh_pool *p, const char *id, const char *dir,
+			       const char *etc, struct sg_err *err)
+{
+	struct ssh_rsite *rs = calloc(1, sizeof(*rs)); /* ssh_jail_free() */
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16], where[sizeof(who) + SSH_ID_MAX + 8];
+
+	if (!rs) {
+		p->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+		return NULL;
+	}
+	rs->pool = p;
+	rs->jailed = true;
+	snprintf(rs->dir, sizeof(rs->dir), "%s", dir);
+	snprintf(rs->etc, sizeof(rs->etc), "%s", etc);
+	snprintf(rs->hostname, sizeof(rs->hostname), "%s", id);
+	pthread_mutex_init(&rs->tlock, NULL);
+	snprintf(where, sizeof(where), "in %s on %s", id, ssh_target_str(&p->target, who, sizeof(who)));
+	/* On even with [ssh] runner = false: a jail has no other way in. */
+	rnc_site_init(&rs->site, p->ctx->host, &jail_ops, rs, where, true, p->ctx->runner_faults);
+	return rs;
+}
+
+void ssh_jail_free(struct ssh_rsite *rs)
+{
+	char how[64];
+
+	if (!rs)
+		return;
+	rnc_site_fini(&rs->site); /* EOF: the runner ends, and its jail with it */
+	rsite_ended(rs, how, sizeof(how));
+	pthread_mutex_destroy(&rs->tlock);
+	free(rs);
+}
+
+struct rnc_site *ssh_site_of(struct ssh_machine *sm)
+{
+	return sm->jail ? &sm->jail->site : &sm->pool->runner.site;
+}
 
 /* ---- per target --------------------------------------------------------------------------- */
 

@@ -56,6 +56,9 @@
 
 enum ssh_policy { SSH_POLICY_STRICT = 0, SSH_POLICY_ACCEPT_NEW, SSH_POLICY_OFF };
 
+/* [ssh] isolation: auto is bwrap where the host has it, else none. */
+enum ssh_isolation { SSH_ISO_AUTO = 0, SSH_ISO_BWRAP, SSH_ISO_NONE };
+
 /* A resolved target: where and how to connect.  A plain value, copied. */
 struct ssh_target {
 	char name[SSH_NAME_MAX];          /* "default" or the NAME of [ssh.target.NAME] */
@@ -68,6 +71,8 @@ struct ssh_target {
 	enum ssh_policy policy;
 	unsigned connect_timeout_s;
 	unsigned keepalive_s;             /* 0: off */
+	enum ssh_isolation isolation;     /* [ssh] isolation, per target too */
+	bool network_host;                /* [ssh] network = host: jails share the host's */
 	const char *passphrase;           /* borrowed from the config; never logged */
 };
 
@@ -89,10 +94,15 @@ struct ssh_ctx {
 	char bin_why[256];                /* why it could not be read */
 };
 
+struct ssh_rsite;
+
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct ssh_machine {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_pool *pool;            /* borrowed: pools live until fini */
+	struct ssh_rsite *jail;           /* a jailed sandbox's own runner site
+					     (owned), or NULL: isolation none */
+	char dir[SSH_PATH_MAX];           /* the sandbox directory on the host */
 };
 
 /* ---- ssh.c ------------------------------------------------------------------ */
@@ -172,6 +182,12 @@ struct ssh_rsite {
 	 * starter after a start failed or the runner ended: */
 	char note[200];                   /* the last line it wrote on stderr */
 	char status[64];                  /* how its channel ended: "exit status 1" */
+	/* A jailed sandbox's site (runner.c, ssh_jail_new()); the pool's has
+	 * jailed false: */
+	bool jailed;
+	char dir[SSH_PATH_MAX];           /* the sandbox directory: /workspace */
+	char etc[SSH_PATH_MAX];           /* its passwd, group, hosts, hostname */
+	char hostname[64];
 };
 
 /* The connections to one target. */
@@ -186,6 +202,10 @@ struct ssh_pool {
 					     connections start with it */
 	bool off_warned;                  /* host_key_policy = off was logged */
 	struct ssh_rsite runner;           /* the target's runner */
+	/* What the host has for jails (machine.c), found once; guarded by lock: */
+	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
+	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
+	bool unjailed_warned;             /* isolation none was logged */
 	struct ssh_pool *next;
 };
 
@@ -412,6 +432,13 @@ sg_file_write_fn ssh_file_write;
 sg_file_list_fn ssh_file_list;
 sg_file_stat_fn ssh_file_stat;
 sg_file_remove_fn ssh_file_remove;
+/* For a sandbox without isolation: 0 when path, canonicalised on the host
+ * (realpath of it or its nearest existing ancestor; with parent, of its
+ * directory: the path itself may be a link the slot does not follow),
+ * stays inside the sandbox directory, compared component by component;
+ * else -1 with SG_E_PERM. */
+int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
+		struct sg_err *err);
 /* Writes a whole file on the pool's host (atomic: temporary name, then
  * rename), mode for a new file; the directory must exist. */
 int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t len,
@@ -445,5 +472,16 @@ void ssh_runner_pool_fini(struct ssh_pool *p);
 
 /* The runner command of r: cwd, env, timeout and cap as they are. */
 void ssh_runner_cmd(const struct ssh_run *r, struct rnc_cmd *c);
+
+/* A jailed sandbox's runner site: its runner starts inside a bwrap jail on
+ * the host, over dir (seen as /workspace), with the passwd, group, hosts
+ * and hostname files of etc; where names it in messages.  NULL with err.
+ * Freed by ssh_jail_free(), which ends the jail. */
+struct ssh_rsite *ssh_jail_new(struct ssh_pool *p, const char *id, const char *dir,
+			       const char *etc, struct sg_err *err);
+void ssh_jail_free(struct ssh_rsite *rs);
+
+/* The runner site a machine's commands, shells and (jailed) files use. */
+struct rnc_site *ssh_site_of(struct ssh_machine *sm);
 
 #endif /* SG_SSH_SSH_H */

@@ -153,7 +153,7 @@ static int ssh_stream_runner(struct ssh_machine *sm, const struct ssh_run *r, in
 	int rc;
 
 	ssh_runner_cmd(r, &c);
-	rc = rnc_stream_open(&sm->pool->runner.site, &c, status_fd, &rs, err);
+	rc = rnc_stream_open(ssh_site_of(sm), &c, status_fd, &rs, err);
 	if (rc != 0)
 		return rc;
 	s = calloc(1, sizeof(*s)); /* freed by ssh_stream_close() */

@@ -781,7 +781,9 @@ static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t
 			return 0;
 		}
 		*rcp = rc;
-		if (!ssh_sftp_notfound(so, rc) || !(slash = strrchr(cur, '/')) || slash == cur)
+		/* Servers word a missing path variously (no such file, failure):
+		 * any refusal of the server means "try the directory above". */
+		if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || !(slash = strrchr(cur, '/')) || slash == cur)
 			return -1;
 		*slash = '\0';
 	}

@@ -43,8 +43,10 @@ const backends = {
     },
   },
   fc: { ...base.fc, modes: IN_BAND },
-  // local's runner is its jail's first process: there is no other way in
+  // local's runner is its jail's first process: there is no other way in;
+  // so is a jailed SSH sandbox's
   local: { ...base.local, modes: [{ completion: 'status_fd', env: {} }] },
+  sshjail: { ...base.sshjail, modes: [{ completion: 'status_fd', env: {} }] },
 };
 
 const MARKER = /[0-9a-f]{32}:[SEJB]/;

@@ -350,8 +350,13 @@ int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_ca
 		ssh_state_remove(ctx, id);
 		return -1;
 	}
-	if (ssh_handle_new(ctx, p, m, id, ws, jailed, err) < 0)
-		goto fail;
+	if (ssh_handle_new(ctx, p, m, id, ws, jailed, err) < 0) {
+		const char *rm[] = { "rm", "-rf", "--", ws, NULL };
+
+		ssh_script(p, rm, call, "removing the sandbox directory", NULL);
+		ssh_state_remove(ctx, id);
+		return -1;
+	}
 	/* The jail now, so that a host that cannot make one refuses here. */
 	if (jailed && call)
 		ctx->host->progress(call, 2, 3, "starting the jail");

@@ -123,6 +123,7 @@ static void entry_free(struct sg_entry *e)
 		free(e->str[i]);
 	sg_strv_free(e->env);
 	json_decref(e->kept);
+	json_decref(e->report);
 	free(e);
 }
 
@@ -928,6 +929,17 @@ int sg_machine_host_keep(struct sg_machine *m, const json_t *data)
 	if (e->m.id[0] && sg_record_exists(e->m.backend->name, e->m.id))
 		return sg_record_set_data(e->m.backend->name, e->m.id, data);
 	return 0;
+}
+
+int sg_machine_host_report(struct sg_machine *m, const json_t *facts)
+{
+	struct sg_entry *e = entry_of(m);
+
+	if (!json_is_object(facts))
+		return -1;
+	json_decref(e->report);
+	e->report = json_deep_copy(facts);
+	return e->report ? 0 : -1;
 }
 
 int sg_machine_host_create(struct sg_call *call, const struct sg_backend *self,

@@ -276,6 +276,12 @@ struct sg_host_api {
 	 * A backend that keeps things apart per credential (directories,
 	 * networks: call_credential) may keep one plain layout when it is 1. */
 	unsigned (*credentials)(void);
+
+	/* Facts about m a user should see (its isolation, its limits): a copy of
+	 * `facts` (a JSON object, borrowed) is returned by create_sandbox as
+	 * `details`.  Call from machine_create or machine_attach.  Never put
+	 * secrets in it.  Returns 0 or -1 (not an object, out of memory). */
+	int (*machine_report)(struct sg_machine *m, const json_t *facts);
 };
 
 /* True when the core's host API `h` has slot `field` (appended after 2.0). */

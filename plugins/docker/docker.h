@@ -10,8 +10,8 @@
  *   files.c    files through the archive API and small exec scripts
  *   demux.c    the 8-byte-header stream parser (see demux.h)
  *   tar.c      libarchive in memory (see tar.h)
- *   runner.c   the in-sandbox runner: upload, start, restart, fallback
- *   rexec.c    commands and streams through the runner
+ *   runner.c   the in-sandbox runner: upload and start (its life, commands
+ *              and streams through it: plugins/runner/rclient.h)
  *   code.c     run_code on the runner's kernels
  *
  * Named machines (docker_run, sandbox_env machine_create) and the actions:
@@ -40,6 +40,7 @@
 #include "plugins/docker/engine.h"
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rclient.h"
 #include "plugins/runner/rcode.h"
 
 #define DOCKER_PLUGIN "docker"
@@ -100,28 +101,16 @@ struct docker_ctx {
 	char bin_why[256];               /* why there is none */
 };
 
-/* Where a machine's runner stands. */
-enum docker_runner_state {
-	DOCKER_RUNNER_IDLE = 0,    /* not started yet */
-	DOCKER_RUNNER_ACTIVE,      /* a connection exists (maybe just died) */
-	DOCKER_RUNNER_FALLBACK,    /* cannot run here: plain docker exec */
-	DOCKER_RUNNER_OFF          /* [docker] runner = false */
-};
-
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct docker_machine {
 	struct docker_ctx *ctx;         /* borrowed from init() */
-	pthread_mutex_t rlock;          /* guards the runner fields below */
-	struct rn_conn *conn;           /* the runner connection (opener's ref) */
-	enum docker_runner_state rstate;
-	char rwhy[640];                 /* why FALLBACK, or how the last one ended */
-	char rpath[DOCKER_PATH_MAX];        /* the runner's path in the container */
+	char cid[DOCKER_ID_MAX];        /* the container's id */
+	struct rnc_site site;           /* its runner (plugins/runner/rclient.h) */
+	/* Written by runner.c's start, under the site's lock: */
 	char reid[80];                  /* exec id of the current runner */
 	char rnote[200];                /* its last stderr line (the engine's
 					   "exec format error" comes that way) */
-	unsigned restarts;
-	long long start_ms;             /* how long the last start took */
-	struct rnc_state code;          /* its kernels' runners (code.c) */
+	struct rnc_kstate code;         /* its kernels' runners (code.c) */
 	char shell[128];                /* the shell that replaces /bin/sh, "" none */
 	bool persistent;                /* a named machine: stopped is not gone */
 };
@@ -199,15 +188,9 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 /* Reads the configuration ([docker] runner, runner_path) into ctx. */
 void docker_runner_setup(struct docker_ctx *ctx);
 void docker_runner_teardown(struct docker_ctx *ctx);
-void docker_runner_machine_init(struct docker_machine *dm);
-/* Ends the machine's runner connection (handle release). */
+/* The runner site of a new handle (m's id set); fini ends its runner. */
+void docker_runner_machine_init(struct docker_machine *dm, const struct sg_machine *m);
 void docker_runner_machine_fini(struct docker_machine *dm);
-
-/* A working runner connection for m, started (or restarted) on demand.
- * Returns 0 with a reference in *out (rn_conn_put), 1 when this machine uses
- * plain docker exec, -1 with err (SG_E_GONE: the container is gone). */
-int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
-		      struct rn_conn **out, struct sg_err *err);
 
 /* How many times m's runner was started again (kernels die with it). */
 unsigned docker_runner_generation(const struct sg_machine *m);
@@ -216,8 +199,6 @@ unsigned docker_runner_generation(const struct sg_machine *m);
 json_t *docker_runner_status(struct sg_machine *m);
 sg_action_fn docker_action_runner;
 
-/* ---- rexec.c ----------------------------------------------------------------- */
-
 /* Runs a one-shot command through m's runner.  Returns 0 when it ran (as
  * docker_run), -1 with err, or 1 when the runner is not available (or the
  * request does not fit in a frame): then the caller uses docker_run(). */
@@ -225,22 +206,6 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 		       const struct docker_run *r, const char *command,
 		       struct sg_call *call, struct sg_exec_result *res,
 		       struct sg_err *err);
-
-/* An interactive stream through the runner (stdin open, output merged, and
- * with status_fd >= 3 a status channel).  Owned by the sg_stream that holds
- * it (stream.c), freed by docker_rstream_close(). */
-struct docker_rstream;
-
-/* Returns 0 with *out, -1 with err, or 1 when the runner is not available. */
-int docker_rstream_open(struct docker_ctx *ctx, const struct sg_machine *m,
-			const struct sg_exec_req *req, int status_fd,
-			struct docker_rstream **out, struct sg_err *err);
-ssize_t docker_rstream_write(struct docker_rstream *rs, const void *p, size_t n,
-			     struct sg_err *err);
-/* As stream_read; *channel (may be NULL) gets enum sg_stream_channel. */
-ssize_t docker_rstream_read(struct docker_rstream *rs, void *p, size_t n,
-			    int timeout_ms, int *channel, struct sg_err *err);
-int docker_rstream_close(struct docker_rstream *rs, int *exit_code);
 
 /* ---- code.c ------------------------------------------------------------------ */
 

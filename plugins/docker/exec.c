@@ -1,6 +1,7 @@
 /*
  * One-shot commands through docker exec (Tty=false, stdin closed): the path
- * when the container's runner is not available (rexec.c is the fast one).
+ * when the container's runner is not available (the fast one is the runner
+ * client, plugins/runner/rclient.h).
  *
  * The Engine API cannot signal an exec, so every command runs under a small
  * wrapper in the same exec that starts it in a new session (hence a new

@@ -41,17 +41,17 @@ int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const js
 	if (!dm)
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	dm->ctx = ctx;
-	docker_runner_machine_init(dm);
+	docker_runner_machine_init(dm, m);
 	dm->persistent = pers && !strcmp(pers, "1") &&
 			 json_object_get(labels, DOCKER_LABEL_NAME) != NULL;
 	if (shell && *shell) {
+		char why[200];
+
 		snprintf(dm->shell, sizeof(dm->shell), "%s", shell);
 		/* The runner runs commands with /bin/sh: not here. */
-		if (dm->rstate == DOCKER_RUNNER_IDLE) {
-			dm->rstate = DOCKER_RUNNER_FALLBACK;
-			snprintf(dm->rwhy, sizeof(dm->rwhy), "the machine's shell is %s: commands "
-				 "run through plain docker exec", dm->shell);
-		}
+		snprintf(why, sizeof(why), "the machine's shell is %s: commands run through "
+			 "plain docker exec", dm->shell);
+		rnc_site_fallback(&dm->site, why);
 	}
 	m->handle = dm;
 	return 0;

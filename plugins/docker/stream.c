@@ -1,6 +1,6 @@
 /*
  * Interactive streams (persistent shells).  Through the container's runner
- * when it works there (rexec.c: a SPAWN with stdin open, output merged, and
+ * when it works there (plugins/runner/rclient.h: a SPAWN with stdin open, output merged, and
  * optionally a status fd), else an attached exec with stdin open, Tty=false,
  * stderr merged into stdout by the wrapper so the reader sees both in order.
  * Like one-shot execs the process runs in its own process group, whose id is
@@ -28,7 +28,7 @@
 
 struct sg_stream {
 	struct docker_ctx *ctx;       /* borrowed */
-	struct docker_rstream *rs;    /* through the runner (owned), else NULL */
+	struct rnc_stream *rs;        /* through the runner (owned), else NULL */
 	char cid[DOCKER_ID_MAX];
 	char eid[80];
 	char sh[128];                 /* the machine's shell, "" for /bin/sh */
@@ -149,15 +149,21 @@ static int docker_stream_runner(struct docker_ctx *ctx, struct sg_machine *m,
 				const struct sg_exec_req *req, int status_fd,
 				struct sg_stream **out, struct sg_err *err)
 {
-	struct docker_rstream *rs = NULL;
+	struct docker_machine *dm = m->handle;
+	struct rnc_cmd c = { .command = req->command, .argv = req->argv, .env = req->env,
+			     .cwd = req->cwd ? req->cwd : m->workspace };
+	struct rnc_stream *rs = NULL;
 	struct sg_stream *s;
-	int rc = docker_rstream_open(ctx, m, req, status_fd, &rs, err);
+	int rc;
 
+	if (!dm)
+		return 1;
+	rc = rnc_stream_open(&dm->site, &c, status_fd, &rs, err);
 	if (rc != 0)
 		return rc;
 	s = calloc(1, sizeof(*s)); /* freed by docker_stream_close() */
 	if (!s) {
-		docker_rstream_close(rs, NULL);
+		rnc_stream_close(rs);
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	}
 	s->ctx = ctx;
@@ -279,7 +285,7 @@ ssize_t docker_stream_write(struct sg_stream *s, const void *p, size_t n,
 	ssize_t w;
 
 	if (s->rs)
-		return docker_rstream_write(s->rs, p, n, err);
+		return rnc_stream_write(s->rs, p, n, err);
 	while (left > 0) {
 		/* MSG_NOSIGNAL: a process that exited must not SIGPIPE us. */
 		w = send(s->fd, q, left, MSG_NOSIGNAL);
@@ -306,7 +312,7 @@ ssize_t docker_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_m
 	if (n == 0)
 		return 0;
 	if (s->rs)
-		return docker_rstream_read(s->rs, p, n, timeout_ms, NULL, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, NULL, err);
 	pthread_mutex_lock(&s->rlock);
 	r = docker_stream_pull(s, p, n, timeout_ms, err);
 	pthread_mutex_unlock(&s->rlock);
@@ -320,7 +326,7 @@ ssize_t docker_stream_read_ch(struct sg_stream *s, void *p, size_t n, int timeou
 {
 	*channel = SG_STREAM_OUTPUT;
 	if (s->rs)
-		return docker_rstream_read(s->rs, p, n, timeout_ms, channel, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, channel, err);
 	return docker_stream_read(s, p, n, timeout_ms, err);
 }
 
@@ -356,7 +362,7 @@ int docker_stream_close(struct sg_stream *s, int *exit_code)
 	if (!s)
 		return 0;
 	if (s->rs)
-		docker_rstream_close(s->rs, &code);
+		code = rnc_stream_close(s->rs);
 	if (s->fd >= 0) {
 		shutdown(s->fd, SHUT_WR);
 		if (!docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS) && s->pgid > 0) {

@@ -10,7 +10,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { t, preflight, runCli, sdkClient, tmpdir, errorText } from '../lib/sg.mjs';
+import { t, preflight, runCli, sdkClient, tmpdir, errorText, sleep } from '../lib/sg.mjs';
 
 const run = promisify(execFile);
 
@@ -109,6 +109,25 @@ t.run(async () => {
   t.is(r.stdout, `${ws}\n${ws} bar unset\n`, 'run_command: runs in the workspace, gets envs, never sandgate\'s environment');
   r = await srv.tool('run_command', { command: 'echo start; sleep 30', timeout: 1 });
   t.deepEqual([r.stdout, r.exit_code, r.timed_out], ['start\n', 124, true], 'run_command: a timeout keeps the partial output');
+
+  const code = await srv.tool('run_code', { language: 'python', code: 'print(6 * 7)' });
+  t.deepEqual([code.stdout, code.exit_code, code.stateful], ['42\n', 0, false],
+    'run_code without a code slot: the core runs it once through exec');
+
+  // cancellation: the client aborts, the command's process ends
+  const ac = new AbortController();
+  const pending = srv.client.callTool({ name: 'run_command', arguments: { command: 'echo $$ > pid; exec sleep 31' } },
+    undefined, { signal: ac.signal });
+  const pidFile = path.join(ws, 'pid');
+  const until = async (ok, ms) => { for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) if (ok()) return true; return ok(); };
+  t.ok(await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'), 10000), 'the command to cancel is running');
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  ac.abort('e2e');
+  await t.rejects(() => pending, 'the aborted call rejects');
+  t.ok(await until(() => !fs.existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8')), 5000),
+    'the cancelled command\'s process ends within 5 s');
+  fs.unlinkSync(pidFile);
+  await srv.client.ping();
 
   const text = 'line one\nline two\n';
   const w = await srv.tool('write_file', { path: 'notes/a.txt', content: text });

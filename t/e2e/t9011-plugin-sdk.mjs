@@ -1,7 +1,7 @@
 // The plugin SDK, as a plugin author outside the tree uses it: `make
-// install` (its SDK parts, staged with DESTDIR) installs <sandgate/plugin.h>
-// and sandgate-plugin.pc; the copy-me template (doc/plugin-template), copied
-// out of the tree, builds with plain cc -Wall -Wextra -Werror against them
+// install` (its SDK parts, staged with DESTDIR) installs <sandgate/plugin.h>,
+// sandgate-plugin.pc and the man pages; the copy-me template
+// (doc/plugin-template), copied out of the tree, builds with plain cc -Wall -Wextra -Werror against them
 // through pkg-config (the guide's line, and the template's Makefile); the
 // real loader loads it from [plugin] path; and every cloud tool reaches it,
 // in one session (the SDK client) and across processes (`sandgate call
@@ -49,8 +49,11 @@ t.run(async () => {
   const env = { ...process.env };
   for (const k of ['MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES']) delete env[k];
   const inst = await sh('make', ['-C', build, `DESTDIR=${dest}`,
-    'install-sandgateincludeHEADERS', 'install-pkgconfigDATA'], { env });
-  t.is(inst.code, 0, 'make install-sandgateincludeHEADERS install-pkgconfigDATA DESTDIR=... exits 0', inst.stderr);
+    'install-sandgateincludeHEADERS', 'install-pkgconfigDATA', 'install-man'], { env });
+  t.is(inst.code, 0, 'make install-sandgateincludeHEADERS install-pkgconfigDATA install-man DESTDIR=... exits 0', inst.stderr);
+  for (const [page, sect] of [['sandgate.1', 'man1'], ['sandgate.ini.5', 'man5'], ['sandgate-plugin.7', 'man7']]) {
+    t.ok(find(dest, page)?.endsWith(path.join('share', 'man', sect, page)), `the man page ${page} is installed in share/man/${sect}`);
+  }
   const header = find(dest, 'plugin.h');
   const pc = find(dest, 'sandgate-plugin.pc');
   t.ok(header?.endsWith(path.join('include', 'sandgate', 'plugin.h')), 'the header is installed as include/sandgate/plugin.h', { header });

@@ -481,8 +481,11 @@ static int pump(const struct sg_host_api *h, const struct sg_exec_req *req, stru
 			}
 			wait_ms = (int)(req->timeout_ms - spent);
 		}
-		if (poll(pf, 3, wait_ms) < 0 && errno != EINTR)
+		if (poll(pf, 3, wait_ms) < 0) {
+			if (errno == EINTR)
+				continue; /* revents are stale: poll again */
 			return -1;
+		}
 		if (pf[2].fd >= 0 && pf[2].revents)
 			return 1;
 		for (int i = 0; i < 2; i++) {

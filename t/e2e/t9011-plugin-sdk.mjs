@@ -1,11 +1,13 @@
 // The plugin SDK, as a plugin author outside the tree uses it: `make
 // install` (its SDK parts, staged with DESTDIR) installs <sandgate/plugin.h>,
 // sandgate-plugin.pc and the man pages; the copy-me template
-// (doc/plugin-template), copied out of the tree, builds with plain cc -Wall -Wextra -Werror against them
-// through pkg-config (the guide's line, and the template's Makefile); the
-// real loader loads it from [plugin] path; and every cloud tool reaches it,
-// in one session (the SDK client) and across processes (`sandgate call
-// --keep`, then --sandbox-id: the template's attach).
+// (doc/plugin-template), copied out of the tree, builds with plain cc -Wall
+// -Wextra -Werror against them through pkg-config (the guide's line, and the
+// template's Makefile); the real loader loads it from [plugin] path; and
+// every cloud tool reaches it, in one session (the SDK client) and across
+// processes (`sandgate call --keep`, then --sandbox-id: the template's
+// attach); run_code falls back to exec, and a cancelled call ends its
+// command.
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';

@@ -6,8 +6,8 @@
 // template's Makefile); the real loader loads it from [plugin] path; and
 // every cloud tool reaches it, in one session (the SDK client) and across
 // processes (`sandgate call --keep`, then --sandbox-id: the template's
-// attach); run_code falls back to exec, and a cancelled call ends its
-// command.
+// attach); run_code falls back to exec, a cancelled call ends its command,
+// and persistent shells run on the template's stream group.
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
@@ -153,6 +153,14 @@ t.run(async () => {
   t.deepEqual(l1.files.map((f) => [f.name, f.path, f.type]), [['notes', `${ws}/notes`, 'dir']], 'list_files: the workspace holds notes/');
   const l2 = await srv.tool('list_files', { path: 'notes' });
   t.deepEqual(l2.files.map((f) => [f.name, f.type, f.size, f.mode]), [['a.txt', 'file', 18, 0o644]], 'list_files notes: a.txt, 18 bytes, 0644');
+
+  // the stream group: a persistent shell keeps its directory and variables
+  const sh1 = await srv.tool('sandbox_shell_exec', { command: 'cd notes && X=kept; echo err >&2' });
+  t.deepEqual([sh1.output, sh1.exit_code], ['err\n', 0], 'sandbox_shell_exec: output and status of the first command');
+  const sh2 = await srv.tool('sandbox_shell_exec', { command: 'pwd; echo "$X"', shell_id: sh1.shell_id });
+  t.deepEqual([sh2.output, sh2.shell_id], [`${ws}/notes\nkept\n`, sh1.shell_id], 'the same shell: its cwd and variables persist');
+  const sc = await srv.tool('run_code', { language: 'shell', code: 'echo "$((6 * 7))"' });
+  t.deepEqual([sc.stdout, sc.stateful], ['42\n', true], 'run_code shell runs in a persistent shell on the stream group');
 
   const k = await srv.tool('kill_sandbox', {});
   t.deepEqual(k, { success: true, sandbox_id: c.sandbox_id }, 'kill_sandbox: the default sandbox');

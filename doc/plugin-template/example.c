@@ -462,9 +462,21 @@ static char **exec_argv(const struct sg_exec_req *req)
 	return v;
 }
 
+/* Descriptors a child closes above 2: sandgate may have inherited some
+ * without close-on-exec (a make jobserver's), and a command must not see
+ * them.  Read before fork: sysconf is not async-signal-safe. */
+static int fd_limit(void)
+{
+	long n = sysconf(_SC_OPEN_MAX);
+
+	return n < 0 || n > 65536 ? 65536 : (int)n;
+}
+
 /* In the child: the command's own process group, its pipes (stdin: `in`,
- * or /dev/null when -1), its directory.  Only async-signal-safe calls. */
-static void child(const char *cwd, int in, int out, int errfd, char **argv, char **env)
+ * or /dev/null when -1), only descriptors 0-2, its directory.  Only
+ * async-signal-safe calls. */
+static void child(const char *cwd, int in, int out, int errfd, int max_fd, char **argv,
+		  char **env)
 {
 	if (in < 0)
 		in = open("/dev/null", O_RDONLY);
@@ -472,6 +484,8 @@ static void child(const char *cwd, int in, int out, int errfd, char **argv, char
 	if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 ||
 	    chdir(cwd) < 0)
 		_exit(127);
+	for (int fd = 3; fd < max_fd; fd++)
+		close(fd);
 	execve(argv[0], argv, env);
 	_exit(127);
 }
@@ -537,19 +551,20 @@ static int ex_exec(struct sg_machine *m, const struct sg_exec_req *req, struct s
 	const struct sg_host_api *h = em->ctx->host;
 	const char *cwd = req->cwd ? req->cwd : em->dir;
 	char home[EX_PATH_MAX + 8], **argv, **env;
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, fds[2], status = 0, rc;
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, fds[2], status = 0, rc, max_fd = fd_limit();
 	pid_t pid = -1;
 
+	/* cwd is not held to the directory: the core runs its own scripts
+	 * from "/" (interrupting a shell's jobs), and the command could cd
+	 * anywhere anyway.  YOUR BACKEND: a cwd in the machine. */
 	if ((!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
 		return h->errf(err, SG_E_INVAL, "example: give exactly one of command and argv");
-	if (ex_path(em, cwd, err) < 0)
-		return -1;
 	argv = exec_argv(req);
 	env = exec_env(req, em->dir, home, sizeof(home));
 	if (argv && env && pipe_cloexec(po) == 0 && pipe_cloexec(pe) == 0)
 		pid = fork();
 	if (pid == 0)
-		child(cwd, -1, po[1], pe[1], argv, env);
+		child(cwd, -1, po[1], pe[1], max_fd, argv, env);
 	rc = errno; /* of pipe or fork, before close(-1) changes it */
 	free(argv); /* the child has its copy */
 	free(env);
@@ -600,22 +615,20 @@ static int ex_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 	const struct sg_host_api *h = em->ctx->host;
 	const char *cwd = req->cwd ? req->cwd : em->dir;
 	char home[EX_PATH_MAX + 8], **argv, **env;
-	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, e;
+	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, e, max_fd = fd_limit();
 	struct sg_stream *s;
 	pid_t pid = -1;
 
 	*out = NULL;
 	if ((!req->command) == (!req->argv) || (req->argv && !req->argv[0]))
 		return h->errf(err, SG_E_INVAL, "example: give exactly one of command and argv");
-	if (ex_path(em, cwd, err) < 0)
-		return -1;
 	s = calloc(1, sizeof(*s)); /* freed by ex_stream_close() */
 	argv = exec_argv(req);
 	env = exec_env(req, em->dir, home, sizeof(home));
 	if (s && argv && env && pipe_cloexec(pin) == 0 && pipe_cloexec(pout) == 0)
 		pid = fork();
 	if (pid == 0)
-		child(cwd, pin[0], pout[1], pout[1], argv, env);
+		child(cwd, pin[0], pout[1], pout[1], max_fd, argv, env);
 	e = errno;
 	free(argv);
 	free(env);
@@ -752,6 +765,35 @@ static int parent_dir(const char *path, bool mk, char *dir, size_t size)
 	return mk ? mkdir_p(dir) : 0;
 }
 
+/* The file a write to `path` changes: path itself, or where its chain of
+ * symbolic links ends (a write through a link keeps the link, as a write
+ * in a machine does).  0, or -1 with errno ELOOP or ENAMETOOLONG. */
+static int link_target(const char *path, char *out, size_t size)
+{
+	char link[EX_PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(out, size, "%s", path) >= size)
+		return (errno = ENAMETOOLONG), -1;
+	for (int hops = 0; lstat(out, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		ssize_t n = readlink(out, link, sizeof(link) - 1);
+		char *slash = strrchr(out, '/');
+
+		if (hops == 40 || n < 0)
+			return (errno = ELOOP), -1;
+		link[n] = '\0';
+		if (link[0] == '/') {
+			if ((size_t)snprintf(out, size, "%s", link) >= size)
+				return (errno = ENAMETOOLONG), -1;
+		} else if (slash && (size_t)(slash + 1 - out) + (size_t)n < size) {
+			memcpy(slash + 1, link, (size_t)n + 1);
+		} else {
+			return (errno = ENAMETOOLONG), -1;
+		}
+	}
+	return 0;
+}
+
 /* Atomic: a temporary file beside it, fsync, rename.  An existing file
  * keeps its mode. */
 static int ex_write(struct sg_machine *m, const char *path, const void *data, size_t len,
@@ -759,7 +801,7 @@ static int ex_write(struct sg_machine *m, const char *path, const void *data, si
 {
 	struct ex_machine *em = ex_of(m);
 	const struct sg_host_api *h = em->ctx->host;
-	char dir[EX_PATH_MAX], tmp[EX_PATH_MAX + 16];
+	char dir[EX_PATH_MAX], tmp[EX_PATH_MAX + 16], file[EX_PATH_MAX];
 	mode_t mode = opts && opts->mode ? opts->mode : 0644;
 	const char *p = data;
 	struct stat st;
@@ -768,6 +810,9 @@ static int ex_write(struct sg_machine *m, const char *path, const void *data, si
 	(void)call;
 	if (ex_path(em, path, err) < 0)
 		return -1;
+	if (link_target(path, file, sizeof(file)) < 0)
+		return io_err(h, err, "cannot follow the links of", path);
+	path = file;
 	if (parent_dir(path, !(opts && opts->no_mkdir), dir, sizeof(dir)) < 0)
 		return io_err(h, err, "cannot make the directory", dir);
 	if (stat(path, &st) == 0) {

@@ -1,7 +1,7 @@
 // The plugin SDK, as a plugin author outside the tree uses it: `make
 // install` (its SDK parts, staged with DESTDIR) installs <sandgate/plugin.h>,
-// sandgate-plugin.pc and the man pages; the copy-me template
-// (doc/plugin-template), copied out of the tree, builds with plain cc -Wall
+// sandgate-plugin.pc, the man pages, the guide and the copy-me template
+// (doc/plugin-template); the installed template, copied, builds with plain cc -Wall
 // -Wextra -Werror against them through pkg-config (the guide's line, and the
 // template's Makefile); the real loader loads it from [plugin] path; and
 // every cloud tool reaches it, in one session (the SDK client) and across
@@ -51,8 +51,14 @@ t.run(async () => {
   const env = { ...process.env };
   for (const k of ['MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES']) delete env[k];
   const inst = await sh('make', ['-C', build, `DESTDIR=${dest}`,
-    'install-sandgateincludeHEADERS', 'install-pkgconfigDATA', 'install-man'], { env });
-  t.is(inst.code, 0, 'make install-sandgateincludeHEADERS install-pkgconfigDATA install-man DESTDIR=... exits 0', inst.stderr);
+    'install-sandgateincludeHEADERS', 'install-pkgconfigDATA', 'install-man', 'install-dist_docDATA',
+    'install-dist_plugintemplateDATA'], { env });
+  t.is(inst.code, 0, 'make install (header, pkg-config file, man pages, docs, template) DESTDIR=... exits 0', inst.stderr);
+  const guide = find(dest, 'plugin-guide.md');
+  t.ok(guide?.endsWith(path.join('share', 'doc', 'sandgate', 'plugin-guide.md')), 'the guide is installed in share/doc/sandgate', { guide });
+  const installedTemplate = path.join(path.dirname(guide ?? dest), 'plugin-template');
+  t.deepEqual(fs.existsSync(installedTemplate) ? fs.readdirSync(installedTemplate).sort() : [], ['Makefile', 'example.c'],
+    'the template is installed beside it, in plugin-template/');
   for (const [page, sect] of [['sandgate.1', 'man1'], ['sandgate.ini.5', 'man5'], ['sandgate-plugin.7', 'man7']]) {
     t.ok(find(dest, page)?.endsWith(path.join('share', 'man', sect, page)), `the man page ${page} is installed in share/man/${sect}`);
   }
@@ -71,7 +77,7 @@ t.run(async () => {
 
   // 2. the template, copied out of the tree, built against them
   const work = path.join(tmp, 'mybackend');
-  fs.cpSync(path.join(src, 'doc', 'plugin-template'), work, { recursive: true });
+  fs.cpSync(installedTemplate, work, { recursive: true });
   for (const f of fs.readdirSync(work)) fs.chmodSync(path.join(work, f), 0o644);
   const cc = await sh('sh', ['-c', CC_LINE], { cwd: work, env: pcEnv });
   t.ok(cc.code === 0 && cc.stderr === '', `the guide's line builds example.so without a warning: ${CC_LINE}`, cc.stderr);

@@ -3,8 +3,10 @@
  *
  * It fills the required slot groups (probe, lifecycle, exec, files) and
  * the stream group (persistent shells).  A machine is a directory on this
- * host, <[example] root>/ex-<12 hex>, and its workspace.  Commands run there with /bin/sh, as sandgate's own
- * user: NOTHING IS ISOLATED.  That is the part you replace: where this file
+ * host, <[example] root>/ex-<12 hex>, and its workspace.  Commands run
+ * there with /bin/sh, as sandgate's own user: NOTHING IS ISOLATED (the
+ * path checks of the file slots are no wall: a command can go anywhere,
+ * and so can a link).  That is the part you replace: where this file
  * forks a shell and opens files, your backend calls its service (a
  * container engine, a VM, a cloud API).  The rest (the descriptor, the
  * configuration keys, the owner tags, the error and memory conventions)

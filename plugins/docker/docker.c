@@ -147,7 +147,7 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 							 DOCKER_API_TIMEOUT_S);
 	ctx->file_cap = docker_config_uint(host, "file_cap", DOCKER_FILE_CAP);
 	docker_runner_setup(ctx);
-	if (docker_settings_load(ctx, err) < 0) {
+	if (docker_settings_load(ctx, err) < 0 || docker_limits_load(ctx, err) < 0) {
 		docker_runner_teardown(ctx);
 		docker_settings_free(ctx);
 		free(ctx);
@@ -215,9 +215,27 @@ static const struct sg_config_key docker_config_keys[] = {
 	  .help = "template used when a call names none" },
 	{ .key = "template.*",
 	  .help = "template.<name> = <local image>; base = sandgate/base:1 is built "
-		  "in (make image builds it); images are never pulled" },
+		  "in (make image builds it); images are never pulled; "
+		  "template.<name>.<limit> overrides pids_limit, memory_mb, cpus, "
+		  "no_new_privileges, cap_drop or cap_add for that template" },
 	{ .key = "api_timeout", .def = "60", .accepts = "uint",
 	  .help = "seconds one Docker API call may take" },
+	{ .key = "pids_limit", .def = "512", .accepts = "uint",
+	  .help = "most processes a container may hold (a fork bomb stops there); 0: no "
+		  "limit; template.<name>.pids_limit overrides it for a template" },
+	{ .key = "memory_mb", .def = "2048", .accepts = "uint",
+	  .help = "memory of a container in MiB, swap included (at least 6); a hog is killed "
+		  "by the kernel inside it; 0: no limit" },
+	{ .key = "cpus", .def = "2",
+	  .help = "CPUs a container may use, such as 2 or 1.5 (at most the host's; on a "
+		  "smaller host the default is all of them); 0: no limit" },
+	{ .key = "no_new_privileges", .def = "true", .accepts = "bool",
+	  .help = "no process in a container gains privileges (setuid, file capabilities)" },
+	{ .key = "cap_drop", .def = "NET_RAW,MKNOD,SYS_CHROOT,AUDIT_WRITE,SETFCAP",
+	  .help = "capabilities taken from a container's default set, comma separated; "
+		  "\"\" keeps them all" },
+	{ .key = "cap_add", .def = "",
+	  .help = "capabilities added to a container's set, comma separated" },
 	{ .key = "file_cap", .def = "67108864", .accepts = "uint",
 	  .help = "largest file in bytes that file read/write moves" },
 	{ .key = "runner", .def = "true", .accepts = "bool",

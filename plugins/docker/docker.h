@@ -69,6 +69,16 @@
 #define DOCKER_ID_MAX   128
 #define DOCKER_PATH_MAX 1024
 
+/* What contains a container (limits.c): 0 is no limit. */
+struct docker_limits {
+	long long pids;          /* HostConfig.PidsLimit */
+	long long memory;        /* bytes, memory and swap together */
+	long long nano_cpus;     /* 1e9 is one CPU */
+	bool no_new_privs;       /* SecurityOpt no-new-privileges */
+	char cap_drop[512];      /* "NET_RAW,MKNOD", the engine's spelling */
+	char cap_add[512];
+};
+
 /* The plugin's priv, made by init() and freed by fini().  Read-only after
  * init except inside engine, which guards itself: safe to share by threads. */
 struct docker_ctx {
@@ -92,6 +102,7 @@ struct docker_ctx {
 	const char *share_subdir;        /* [storage] share_subdir, "" none */
 	unsigned build_timeout_s;        /* [docker] build_timeout */
 	size_t build_context_max;        /* [docker] build_context_max */
+	struct docker_limits limits;     /* [docker] pids_limit, memory_mb, ... (limits.c) */
 	pthread_mutex_t net_lock;        /* one network change at a time (network.c) */
 
 	/* The runner binary on this host, read once (runner.c). */
@@ -274,6 +285,22 @@ int docker_container_name(struct docker_ctx *ctx, const char *name, char *out, s
 			  struct sg_err *err);
 /* True when name is [docker] admin_machine. */
 bool docker_is_admin(struct docker_ctx *ctx, const char *name);
+
+/* ---- limits.c ------------------------------------------------------------------- */
+
+/* Reads [docker] pids_limit, memory_mb, cpus, no_new_privileges, cap_drop,
+ * cap_add into ctx->limits and checks every template.<name>.<key> override.
+ * Returns 0, or -1 with err (SG_E_INVAL) naming the key and what it takes. */
+int docker_limits_load(struct docker_ctx *ctx, struct sg_err *err);
+/* The limits of a container of template tmpl (NULL or "": the defaults)
+ * into out: ctx->limits with the template's overrides. */
+void docker_limits_for(struct docker_ctx *ctx, const char *tmpl, struct docker_limits *out);
+/* Sets l's fields in a create body's HostConfig hc.  0, or -1 (no memory). */
+int docker_limits_apply(const struct docker_limits *l, json_t *hc);
+/* What create_sandbox reports of a container (inspect answer): isolation,
+ * pids_limit, memory_bytes, cpus, no_new_privileges, cap_drop, cap_add as
+ * the engine holds them.  A new object, NULL when out of memory. */
+json_t *docker_limits_facts(const json_t *info);
 
 /* ---- options.c ------------------------------------------------------------------- */
 

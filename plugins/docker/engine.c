@@ -268,9 +268,45 @@ static int docker_on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return 0;
 }
 
+/* The deadline of this thread's command (docker_engine_deadline), 0 none. */
+static _Thread_local long long docker_tl_deadline;
+
+static long long docker_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long docker_engine_deadline(long long at_ms)
+{
+	long long old = docker_tl_deadline;
+
+	docker_tl_deadline = at_ms;
+	return old;
+}
+
+/* The time left before this thread's command deadline, when it is nearer
+ * than `limit_ms`; else 0. */
+static long docker_deadline_cut(long limit_ms)
+{
+	long long left;
+
+	if (!docker_tl_deadline)
+		return 0;
+	left = docker_tl_deadline - docker_mono_ms();
+	if (left >= limit_ms)
+		return 0;
+	return left > 1 ? (long)left : 1;
+}
+
 static long docker_timeout_ms(const struct docker_engine *e, const struct docker_http *rq)
 {
-	return rq->timeout_ms ? (long)rq->timeout_ms : e->timeout_s * 1000;
+	long limit = rq->timeout_ms ? (long)rq->timeout_ms : e->timeout_s * 1000;
+	long cut = docker_deadline_cut(limit);
+
+	return cut ? cut : limit;
 }
 
 static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
@@ -284,6 +320,12 @@ static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
 		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &sys);
 		return docker_connect_err(e, err, (int)sys);
 	case CURLE_OPERATION_TIMEDOUT:
+		if (docker_tl_deadline && docker_mono_ms() + 5 >= docker_tl_deadline)
+			return e->host->errf(err, SG_E_TIMEOUT,
+					     "docker API %s %s on %s did not answer before the "
+					     "command's timeout: the daemon is overloaded or hung "
+					     "(each call may take [docker] api_timeout = %ld s)",
+					     rq->method, rq->path, e->sock, e->timeout_s);
 		return e->host->errf(err, SG_E_TIMEOUT,
 				     "docker API %s %s on %s timed out after %ld ms: the "
 				     "daemon is overloaded or hung (raise [docker] api_timeout)",
@@ -675,8 +717,19 @@ static int docker_hijack_head(struct docker_engine *e, int s, const char *path,
 	struct timespec deadline;
 	char *end;
 
+	long cut = docker_deadline_cut(e->timeout_s * 1000);
+
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += e->timeout_s;
+	if (cut) {
+		deadline.tv_sec += cut / 1000;
+		deadline.tv_nsec += (cut % 1000) * 1000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+	} else {
+		deadline.tv_sec += e->timeout_s;
+	}
 	for (;;) {
 		head[*len] = '\0';
 		end = strstr(head, "\r\n\r\n");
@@ -688,9 +741,11 @@ static int docker_hijack_head(struct docker_engine *e, int s, const char *path,
 					     DOCKER_HEAD_MAX);
 		if (docker_read_until(s, head, DOCKER_HEAD_MAX, len, &deadline) <= 0)
 			return e->host->errf(err, errno == ETIMEDOUT ? SG_E_TIMEOUT : SG_E_IO,
-					     "docker API POST %s: no answer from %s (%s)",
+					     "docker API POST %s: no answer from %s (%s)%s",
 					     path, e->sock, *len ? "cut short" :
-					     errno == ETIMEDOUT ? "timed out" : "closed");
+					     errno == ETIMEDOUT ? "timed out" : "closed",
+					     errno == ETIMEDOUT ? ": the daemon is overloaded or hung "
+					     "([docker] api_timeout)" : "");
 	}
 	*hlen = (size_t)(end - head) + 4;
 	if (sscanf(head, "HTTP/1.%*d %ld", status) != 1)

@@ -105,6 +105,12 @@ int docker_engine_hijack(struct docker_engine *e, const char *path,
 			 const json_t *body, int *fd, struct sg_buf *early,
 			 long *status, struct sg_err *err);
 
+/* Sets the deadline (CLOCK_MONOTONIC ms, 0: none) of the calling thread's
+ * command: until it is reset, every request of this thread gives up by then
+ * when that is sooner than its own limit (a frozen daemon cannot hold a
+ * command's timeout off).  Returns the previous deadline, to restore. */
+long long docker_engine_deadline(long long at_ms);
+
 /* Percent-encodes s for a query value.  Returns a malloc'd string (caller
  * frees) or NULL when out of memory. */
 char *docker_engine_escape(const char *s);

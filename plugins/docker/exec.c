@@ -35,6 +35,7 @@
 #define DOCKER_GRACE_MS 2000        /* drain after a kill; wait for the pgid */
 #define DOCKER_INSPECT_MS 3000      /* wait for inspect to stop saying Running */
 #define DOCKER_KILL_TIMEOUT_MS 10000
+#define DOCKER_DEADLINE_GRACE_MS 800 /* a timed-out command answers by then */
 
 /* State of one exec while its stream is read. */
 struct docker_exec_state {
@@ -443,6 +444,8 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 {
 	const struct sg_host_api *host = ctx->host;
 	long long deadline = r->timeout_ms ? docker_now_ms() + r->timeout_ms : -1;
+	/* The kill and the drain after it end by then, whatever the daemon does. */
+	long long hard = deadline < 0 ? -1 : deadline + DOCKER_DEADLINE_GRACE_MS;
 	char *buf = malloc(DOCKER_READ_CHUNK); /* freed below */
 	struct pollfd pfd[2];
 	bool killed = false;
@@ -462,6 +465,8 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 			/* Orphans that left the group may hold the stream
 			 * open: drain a little, then give up on it. */
 			deadline = docker_now_ms() + DOCKER_GRACE_MS;
+			if (*stop == DOCKER_TIMED_OUT && hard >= 0 && hard < deadline)
+				deadline = hard;
 		}
 		/* Checked before every read, so a flood of output cannot
 		 * hold the timeout off. */
@@ -470,6 +475,8 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 				break; /* grace over: stop reading */
 			*stop = DOCKER_TIMED_OUT;
 			deadline = docker_now_ms() + DOCKER_GRACE_MS;
+			if (hard >= 0 && hard < deadline)
+				deadline = hard;
 			continue;
 		}
 		wait_ms = docker_wait_ms(deadline);
@@ -528,12 +535,20 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	char eid[80], path[128];
 	long status;
 	int fd = -1, rc = -1, code;
+	/* Every engine call of the command ends by its timeout and a grace,
+	 * however long [docker] api_timeout is: a hung daemon cannot hold the
+	 * caller.  A nested run (the kill) keeps the outer, nearer, deadline. */
+	long long until = r->timeout_ms ? docker_now_ms() + r->timeout_ms + DOCKER_DEADLINE_GRACE_MS : 0;
+	long long outer = docker_engine_deadline(0);
 
+	docker_engine_deadline(outer && (!until || outer < until) ? outer : until);
 	res->exit_code = -1;
 	res->signal = 0;
 	docker_demux_init(&dmx);
-	if (!start)
+	if (!start) {
+		docker_engine_deadline(outer);
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	}
 	if (docker_exec_create(ctx, cid, r, eid, sizeof(eid), err) < 0)
 		goto out;
 	snprintf(path, sizeof(path), "/exec/%s/start", eid);
@@ -573,6 +588,7 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	}
 	rc = 0;
 out:
+	docker_engine_deadline(outer);
 	if (fd >= 0)
 		close(fd);
 	ctx->host->buf_release(&early);

@@ -10,6 +10,7 @@
 
 #include "plugins/docker/docker.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,51 @@ out:
 	return rc;
 }
 
+/* The engine words a path it cannot stat (a link loop, a file where a
+ * directory should be) as a bare HTTP 500: ask the container's own tools,
+ * whose error says why, and name the path with it. */
+static int docker_head_cause(struct docker_ctx *ctx, const struct sg_machine *m,
+			     const char *path, long status, struct sg_err *err)
+{
+	const char *args[] = { path, NULL };
+	struct sg_exec_result res;
+	struct sg_err e;
+	const char *p, *why = NULL;
+	char line[256];
+	int code = SG_E_BACKEND;
+
+	memset(&res, 0, sizeof(res));
+	if (docker_sh(ctx, m, "cat -- \"$1\" 2>&1 >/dev/null | head -n 1", args, 4096, NULL,
+		      &res, &e) == 0 && res.out.len) {
+		docker_first_line(res.out.data, res.out.len, line, sizeof(line));
+		/* "cat: PATH: Cause": the cause after the last ": ". */
+		for (p = line; (p = strstr(p, ": ")) != NULL; p += 2)
+			why = p + 2;
+	}
+	if (why && strcasestr(why, "symbolic links"))
+		code = SG_E_INVAL;
+	else if (why && strcasestr(why, "permission denied"))
+		code = SG_E_PERM;
+	else if (why && (strcasestr(why, "not a directory") || strcasestr(why, "no such file")))
+		code = SG_E_NOTFOUND;
+	if (why && *why) {
+		char low[256];
+		size_t i;
+
+		for (i = 0; why[i] && i + 1 < sizeof(low); i++)
+			low[i] = (char)tolower((unsigned char)why[i]);
+		low[i] = '\0';
+		ctx->host->errf(err, code, "%s: %s%s", path, low, code == SG_E_INVAL ?
+				" (a symbolic link loop): fix or remove the link" :
+				code == SG_E_NOTFOUND ? ": check each directory of the path" : "");
+	} else {
+		ctx->host->errf(err, SG_E_BACKEND, "docker stat %s: docker answered HTTP %ld",
+				path, status);
+	}
+	docker_res_free(ctx, &res);
+	return -1;
+}
+
 /* HEAD /containers/{id}/archive?path=.  Returns 0, 1 when there is no such
  * path, -1 on error. */
 static int docker_head(struct docker_ctx *ctx, const struct sg_machine *m,
@@ -257,6 +303,10 @@ static int docker_head(struct docker_ctx *ctx, const struct sg_machine *m,
 		goto out;
 	if (rp.status == 404) {
 		rc = 1;
+		goto out;
+	}
+	if (rp.status == 500) {
+		docker_head_cause(ctx, m, path, rp.status, err);
 		goto out;
 	}
 	if (rp.status != 200) {

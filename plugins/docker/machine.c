@@ -30,6 +30,19 @@ static void docker_progress(struct docker_ctx *ctx, struct sg_call *call,
 		ctx->host->progress(call, step, 3, msg);
 }
 
+/* What create_sandbox says of the container: its limits as the engine has them. */
+static void docker_report(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info)
+{
+	json_t *facts;
+
+	if (!SG_HOST_HAS(ctx->host, machine_report))
+		return;
+	facts = docker_limits_facts(info);
+	if (facts)
+		ctx->host->machine_report(m, facts);
+	json_decref(facts);
+}
+
 int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
 			  struct sg_err *err)
 {
@@ -54,6 +67,7 @@ int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const js
 		rnc_site_fallback(&dm->site, why);
 	}
 	m->handle = dm;
+	docker_report(ctx, m, info);
 	return 0;
 }
 
@@ -171,13 +185,15 @@ static json_t *docker_labels(const struct sg_create_req *req, const char *tmpl)
 	return l;
 }
 
-static json_t *docker_create_body(const struct sg_create_req *req,
+static json_t *docker_create_body(struct docker_ctx *ctx, const struct sg_create_req *req,
 				  const char *tmpl, const char *image)
 {
 	json_t *body, *labels = docker_labels(req, tmpl);
+	struct docker_limits lim;
 
 	if (!labels)
 		return NULL;
+	docker_limits_for(ctx, tmpl, &lim);
 	body = json_pack("{s:s, s:[sss], s:s, s:b, s:b, s:o, s:{s:b}}",
 			 "Image", image,
 			 "Entrypoint", "/bin/sh", "-c", DOCKER_IDLE_SCRIPT,
@@ -186,6 +202,10 @@ static json_t *docker_create_body(const struct sg_create_req *req,
 			 "Labels", labels,
 			 "HostConfig", "Init", 1);
 	/* No Env: the core gives the create-time environment to every exec. */
+	if (body && docker_limits_apply(&lim, json_object_get(body, "HostConfig")) < 0) {
+		json_decref(body);
+		return NULL;
+	}
 	return body;
 }
 
@@ -214,7 +234,7 @@ static int docker_create_container(struct docker_ctx *ctx,
 				   const char *tmpl, const char *image, char *id,
 				   size_t size, struct sg_err *err)
 {
-	json_t *body = docker_create_body(req, tmpl, image), *reply = NULL;
+	json_t *body = docker_create_body(ctx, req, tmpl, image), *reply = NULL;
 	const char *cid;
 	long status;
 	int rc = -1;

@@ -210,6 +210,7 @@ static json_t *docker_named_body(struct docker_ctx *ctx, const struct sg_create_
 {
 	json_t *labels = docker_named_labels(ctx, req, sc, o, image);
 	json_t *hc, *body, *policy;
+	struct docker_limits lim;
 
 	if (!labels)
 		return NULL;
@@ -217,6 +218,12 @@ static json_t *docker_named_body(struct docker_ctx *ctx, const struct sg_create_
 	if (!strcmp(ctx->restart_name, "on-failure"))
 		json_object_set_new(policy, "MaximumRetryCount", json_integer(ctx->restart_max));
 	hc = json_pack("{s:b, s:O, s:o}", "Init", 1, "Mounts", mounts, "RestartPolicy", policy);
+	docker_limits_for(ctx, req->template_name, &lim);
+	if (hc && docker_limits_apply(&lim, hc) < 0) {
+		json_decref(hc);
+		json_decref(labels);
+		return NULL;
+	}
 	body = json_pack("{s:s, s:o, s:s, s:b, s:b, s:o}", "Image", image, "Labels", labels,
 			 "WorkingDir", o->workdir ? o->workdir : DOCKER_WORKSPACE, "Tty", 0,
 			 "OpenStdin", 0, "HostConfig", hc);

@@ -456,11 +456,19 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 	struct rnc_cmd c = { .command = command, .argv = command ? NULL : r->argv,
 			     .env = r->env, .cwd = r->cwd, .timeout_ms = r->timeout_ms,
 			     .cap = r->cap };
+	long long outer;
+	int rc;
 
-	(void)ctx;
 	if (!dm || !ctx->runner_on)
 		return 1;
-	return rnc_exec(&dm->site, &c, call, res, err);
+	/* The engine calls of the command (a runner start, the kill of a
+	 * runner that stopped answering) end when the runner client gives up
+	 * on it, plus a little: a hung daemon cannot hold the caller longer. */
+	outer = docker_engine_deadline(r->timeout_ms ? docker_now_ms() + r->timeout_ms +
+				       RNC_GRACE_MS + RNC_SLACK_MS + 800 : 0);
+	rc = rnc_exec(&dm->site, &c, call, res, err);
+	docker_engine_deadline(outer);
+	return rc;
 }
 
 json_t *docker_runner_status(struct sg_machine *m)

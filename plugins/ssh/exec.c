@@ -214,6 +214,18 @@ int ssh_env_check(const struct sg_host_api *host, const char *const *env, struct
 	return 0;
 }
 
+int ssh_machine_env(const struct ssh_machine *sm, const char *const *env, char ***out)
+{
+	char mark[SSH_PATH_MAX + 32];
+	const char *const marks[] = { mark, NULL };
+
+	/* A jail ends with every process in it; a plain directory's processes
+	 * are found by this mark when the sandbox ends (ssh_machine_kill). */
+	snprintf(mark, sizeof(mark), "%s=%s", SSH_MARK_VAR, sm->dir);
+	*out = ssh_env_merge(sm->jail ? NULL : marks, env);
+	return *out || (sm->jail && !(env && *env)) ? 0 : -1;
+}
+
 char **ssh_env_merge(const char *const *a, const char *const *b)
 {
 	size_t n = 0, i = 0;
@@ -563,7 +575,7 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 	/* Checked here so that the runner and plain exec refuse the same. */
 	if (ssh_env_check(host, req->env, err) < 0)
 		return -1;
-	if (req->env && !(env = ssh_env_merge(NULL, req->env)))
+	if (ssh_machine_env(sm, req->env, &env) < 0)
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	r = (struct ssh_run){
 		.command = req->command,

@@ -374,6 +374,32 @@ fail:
 	return -1;
 }
 
+/* What a sandbox without a jail started may outlive its command (a
+ * background job, its own session, another directory): every process of
+ * the user that carries the sandbox's mark in its environment, or whose
+ * working directory is beneath the sandbox's, is stopped, then killed. */
+static const char ssh_kill_all[] =
+	/* One grep and one ls for the whole of /proc: a fork per process
+	 * would take seconds on a busy host. */
+	"d=$1; me=$$; m=\"" SSH_MARK_VAR "=$d\"; "
+	"pick() { { grep -lszxF \"$m\" /proc/[0-9]*/environ; ls -l /proc/[0-9]*/cwd; } 2>/dev/null | "
+	"while read -r l; do case $l in "
+	"/proc/*/environ) p=${l#/proc/}; p=${p%/environ};; "
+	"*\" -> $d\"|*\" -> $d/\"*) p=${l#*/proc/}; p=${p%%/cwd*};; *) continue;; esac; "
+	"[ \"$p\" = \"$me\" ] || echo $p; done; }; "
+	"for i in 1 2 3; do l=$(pick); [ -n \"$l\" ] || exit 0; kill -STOP $l 2>/dev/null; "
+	"kill -KILL $l 2>/dev/null; done; exit 0";
+
+void ssh_machine_kill(struct ssh_machine *sm, const struct sg_call *call)
+{
+	const char *argv[] = { "sh", "-c", ssh_kill_all, "sg", sm->dir, NULL };
+	struct sg_err e;
+
+	if (ssh_script(sm->pool, argv, call, "ending the sandbox's processes", &e) < 0)
+		ssh_log(sm->ctx, SG_LOG_WARNING, "the processes of sandbox %s may outlive it: %s",
+			sm->dir, e.msg);
+}
+
 /* ---- attach, destroy, release, list --------------------------------------------------- */
 
 int ssh_machine_attach(void *priv, const char *id, const json_t *kept, struct sg_call *call,
@@ -439,6 +465,8 @@ int ssh_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_er
 		base = strrchr(sm->dir, '/');
 		snprintf(etc, sizeof(etc), "%.*s/.%s.etc", (int)(base - sm->dir), sm->dir, base + 1);
 		argv[4] = etc;
+	} else {
+		ssh_machine_kill(sm, call);
 	}
 	if (ssh_script(sm->pool, argv, call, "removing the sandbox directory", err) < 0)
 		return -1;

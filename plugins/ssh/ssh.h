@@ -109,6 +109,19 @@ struct ssh_machine {
 	struct rnc_kstate code;           /* its kernels' runners (code.c) */
 };
 
+/* The variable that marks every process of a sandbox without a jail: its
+ * value is the sandbox directory. */
+#define SSH_MARK_VAR "SANDGATE_SANDBOX"
+
+/* The environment of a command of sm: env (may be NULL) after the mark of a
+ * sandbox without a jail, into *out (NULL when empty; the caller frees with
+ * ssh_strv_free).  Returns 0, or -1 when out of memory. */
+int ssh_machine_env(const struct ssh_machine *sm, const char *const *env, char ***out);
+
+/* Kills every process of sandbox sm (no jail) on its host: those that carry
+ * its mark or work beneath its directory.  Logs what fails. */
+void ssh_machine_kill(struct ssh_machine *sm, const struct sg_call *call);
+
 /* ---- ssh.c ------------------------------------------------------------------ */
 
 void ssh_log(const struct ssh_ctx *ctx, enum sg_log_level lvl, const char *fmt, ...)

@@ -135,7 +135,7 @@ static int ssh_stream_req(struct sg_machine *m, struct ssh_machine *sm,
 		return host->errf(err, SG_E_INVAL, "stream: give exactly one of command and argv (a non-empty vector)");
 	if (ssh_env_check(host, req->env, err) < 0)
 		return -1;
-	if (req->env && !(*env = ssh_env_merge(NULL, req->env)))
+	if (ssh_machine_env(sm, req->env, env) < 0)
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	*r = (struct ssh_run){ .command = req->command, .argv = req->argv,
 			       .cwd = req->cwd && *req->cwd ? req->cwd : m->workspace,

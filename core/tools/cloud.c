@@ -48,10 +48,22 @@ static char *machine_path(const struct sg_entry *e, const char *path)
  * stop being the default, so the next call creates a new one. */
 int sg_tool_machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_err *err)
 {
-	if (err->code == SG_E_GONE) {
+	char def[SG_ID_MAX];
+
+	if (err->code != SG_E_GONE)
+		return -1;
+	/* The handler does not say whether the call named the machine: a call
+	 * on the default is told nothing about sandbox_id (it had none). */
+	if (sg_session_default_get(t->s, def) && !strcmp(def, e->m.id)) {
 		sg_session_default_clear(t->s, e->m.id);
 		sg_errf(err, SG_E_GONE,
-			"sandbox '%s' expired or was killed outside sandgate: call again without sandbox_id to get a new default sandbox",
+			"the session's default sandbox '%s' expired or was killed outside sandgate: "
+			"call again and a new default sandbox is created",
+			e->m.id);
+	} else {
+		sg_errf(err, SG_E_GONE,
+			"sandbox '%s' expired or was killed outside sandgate: call create_sandbox for a new one, "
+			"or omit sandbox_id to use the session's default sandbox",
 			e->m.id);
 	}
 	return -1;

@@ -100,7 +100,7 @@ static int op_default_set(struct sg_tool_ctx *t, json_t *p, json_t **result, str
 		sg_shell_put(sh);
 		return 0;
 	}
-	e = sg_machine_get(t->s, m, err);
+	e = sg_env_machine_named(t, "machine", m, err);
 	if (!e)
 		return -1;
 	sg_session_default_set(t->s, e->m.id);
@@ -250,7 +250,7 @@ static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 
 	if (sg_arg_str(p, "machine", true, &m, err) < 0)
 		return -1;
-	e = sg_machine_get(t->s, m, err);
+	e = sg_env_machine_named(t, "machine", m, err);
 	if (!e)
 		return -1;
 	snprintf(id, sizeof(id), "%s", e->m.id);

@@ -330,7 +330,7 @@ static int tool_kill(struct sg_tool_ctx *t, json_t *args, json_t **result, struc
 	if (!e)
 		return -1;
 	snprintf(killed, sizeof(killed), "%s", e->m.id);
-	if (sg_machine_kill(e, t->call, err) < 0)
+	if (sg_machine_kill_by(t->s, e, id, t->call, err) < 0)
 		return -1;
 	sg_session_default_clear(t->s, killed);
 	*result = json_pack("{s:b, s:s}", "success", 1, "sandbox_id", killed);

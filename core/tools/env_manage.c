@@ -254,7 +254,7 @@ static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 	if (!e)
 		return -1;
 	snprintf(id, sizeof(id), "%s", e->m.id);
-	if (sg_machine_kill(e, t->call, err) < 0)
+	if (sg_machine_kill_by(t->s, e, m, t->call, err) < 0)
 		return -1;
 	sg_session_default_clear(t->s, id);
 	*result = json_pack("{s:s, s:s}", "machine", m, "status", "removed");

@@ -69,6 +69,18 @@ int sg_tool_machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_
 	return -1;
 }
 
+/* A backend's "no such file" says what failed, not what to do: add it. */
+static void file_failed_fix(struct sg_err *err, const char *fix)
+{
+	char why[SG_ERR_MSG_MAX];
+
+	if (err->code != SG_E_NOTFOUND && err->code != SG_E_PERM)
+		return;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	sg_errf(err, err->code, "%s: %s", why,
+		err->code == SG_E_PERM ? "the sandbox user may not touch that path; use one under the workspace" : fix);
+}
+
 /* ---- create_sandbox ------------------------------------------------------- */
 
 static int tool_create(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
@@ -199,6 +211,7 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_read(e, full, file_cap(), t->call, &buf, err) < 0) {
+		file_failed_fix(err, "list_files shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
@@ -270,6 +283,7 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_write(e, full, data, len, &opts, t->call, err) < 0) {
+		file_failed_fix(err, "check that the directory can be made there (list_files shows what is there)");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
@@ -300,6 +314,7 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_list(e, full, t->call, &files, err) < 0) {
+		file_failed_fix(err, "list_files of a parent directory shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}

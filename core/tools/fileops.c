@@ -391,7 +391,7 @@ static int check_json(const char *path, const char *data, size_t len, struct sg_
 		return 0;
 	}
 	return sg_errf(err, SG_E_INVAL,
-		       "refusing to write %s: the content is not valid JSON: %s (line %d, column %d); the file was not created or changed",
+		       "refusing to write %s: the content is not valid JSON: %s (line %d, column %d); the file was not created or changed: fix the content and write again",
 		       path, je.text, je.line, je.column);
 }
 
@@ -409,7 +409,7 @@ static int check_yaml(const char *path, const char *data, size_t len, struct sg_
 
 		if (!yaml_parser_parse(&parser, &ev)) {
 			ret = sg_errf(err, SG_E_INVAL,
-				      "refusing to write %s: the content is not valid YAML: %s%s%s (line %zu, column %zu); the file was not created or changed",
+				      "refusing to write %s: the content is not valid YAML: %s%s%s (line %zu, column %zu); the file was not created or changed: fix the content and write again",
 				      path, parser.problem ? parser.problem : "syntax error",
 				      parser.context ? " " : "", parser.context ? parser.context : "",
 				      parser.problem_mark.line + 1, parser.problem_mark.column + 1);
@@ -777,7 +777,10 @@ int sg_fileops_search(struct sg_entry *e, const struct sg_search *q, struct sg_c
 	window = json_is_object(all) ? page_object(all, q->offset, q->limit) : page(all, q->offset, q->limit);
 	if (total == 0 && diag[0]) {
 		json_decref(window);
-		sg_errf(err, SG_E_INVAL, "search failed (%s): %s", tool, diag);
+		sg_errf(err, SG_E_INVAL,
+			"search failed (%s): %s: fix the pattern '%.100s' (search_type content: a regular expression, "
+			"special characters such as ( [ { escaped with \\; files: a glob such as *.py)",
+			tool, diag, q->pattern);
 		goto out;
 	}
 	*result = json_pack("{s:s, s:s, s:o, s:b, s:s, s:i, s:i}", "status", "ok", "type",

@@ -10,11 +10,13 @@ t.run(async () => {
 
   const idle = await connect(srv.url, { name: 'idle', quiet: true });
   const busy = await connect(srv.url, { name: 'busy', quiet: true });
-  const chatty = await connect(srv.url, { name: 'chatty', quiet: true });
   await Promise.all([
     idle.tool('run_command', { command: 'true' }),
     busy.tool('run_command', { command: 'true' }),
   ]);
+  // connected only now: making the two containers may take longer than the
+  // TTL on a loaded host, and chatty would be reaped before its first ping
+  const chatty = await connect(srv.url, { name: 'chatty', quiet: true });
   t.is((await containersOfSid(idle.sessionId)).length, 1, 'the idle session has a container');
 
   // busy: one call longer than the TTL; chatty: a ping every 700 ms

@@ -259,8 +259,15 @@ static int setup(const struct cli *c, bool server)
 	 * does a [default_machine], made before anything is served). */
 	if (server && !sg_config_sets_unregistered() && !config_set("plugin", "load") &&
 	    !config_set("sandbox", "default_backend") &&
-	    !sg_config_bool("default_machine", "enabled", false))
+	    !sg_config_bool("default_machine", "enabled", false)) {
+		/* Nothing set is a plugin's: every value set is the core's, and
+		 * checked now, before anything listens or answers. */
+		if (sg_config_validate(&err) < 0) {
+			SG_ERROR("%s", err.msg);
+			return EXIT_CONFIG;
+		}
 		return sg_plugin_load_async(load_in_background) < 0 ? EXIT_PLUGIN : 0;
+	}
 	rc = load_backends();
 	if (rc == 0 && server && sg_machine_sweep_async() < 0)
 		SG_WARN("cannot start the sweep of lost machines: they stay until the next start");

@@ -178,6 +178,7 @@ static void policy(struct sg_http_policy *p)
 	p->tokens = (const unsigned char (*)[SG_HTTP_DIGEST])http_srv.conf.tokens;
 	p->n_tokens = http_srv.conf.n_tokens;
 	p->local_owner = http_srv.conf.local_owner;
+	p->tokens_local = http_srv.conf.token_is_local;
 	p->max_body = http_srv.conf.max_body;
 	p->stopping = atomic_load(&http_srv.stopping);
 }
@@ -918,7 +919,7 @@ int sg_http_run(void)
 	}
 	fd = -1; /* MHD's now; MHD_quiesce_daemon() hands it back */
 	SG_INFO("http: listening on %s (%s, %d sessions at most, idle TTL %lld s)", url,
-		http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication: loopback only",
+		http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication ([server] auth = none): loopback only",
 		http_srv.conf.max_sessions, (long long)(http_srv.conf.ttl_ms / 1000));
 	serve();
 	shutdown_server();

@@ -109,7 +109,10 @@ struct sg_http_policy {
 	const struct sg_http_allow *allow;
 	const unsigned char (*tokens)[SG_HTTP_DIGEST]; /* digests; none: no authentication */
 	size_t n_tokens;
-	const char *local_owner;    /* owner of unauthenticated requests */
+	const char *local_owner;    /* owner of unauthenticated requests, and of
+				       authenticated ones when tokens_local */
+	bool tokens_local;          /* the tokens stand for the local user (a
+				       generated token): owner local_owner */
 	size_t max_body;            /* [server] max_message_bytes */
 	bool stopping;              /* shutting down: 503 */
 };

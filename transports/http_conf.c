@@ -55,8 +55,10 @@ static size_t add_token_list(struct http_conf *c, const char *list)
 }
 
 /* [server] auth_tokens_file: one token per line ('#' comments).  A file
- * readable by group or others is refused (secrets, like the config file). */
-static int load_token_file(struct http_conf *c, const char *path)
+ * readable by group or others is refused (secrets, like the config file).
+ * With eph (ephemeral_token = true, which makes a token anyway) a missing
+ * or empty file is only noted. */
+static int load_token_file(struct http_conf *c, const char *path, bool eph)
 {
 	struct stat stt;
 	char *line = NULL;
@@ -65,8 +67,13 @@ static int load_token_file(struct http_conf *c, const char *path)
 	int rc = -1;
 	FILE *f = fopen(path, "re");
 
+	if (!f && eph && errno == ENOENT) {
+		SG_INFO("http: [server] auth_tokens_file '%s' does not exist: only the ephemeral token is accepted", path);
+		return 0;
+	}
 	if (!f) {
-		SG_ERROR("cannot read [server] auth_tokens_file '%s': %s", path, strerror(errno));
+		SG_ERROR("cannot read [server] auth_tokens_file '%s': %s: fix the path or the file's permissions, or unset the key",
+			 path, strerror(errno));
 		return -1;
 	}
 	if (fstat(fileno(f), &stt) < 0 || !S_ISREG(stt.st_mode)) {
@@ -87,8 +94,11 @@ static int load_token_file(struct http_conf *c, const char *path)
 			add_token_list(c, p);
 		OPENSSL_cleanse(line, cap);
 	}
-	if (c->n_tokens == before) {
-		SG_ERROR("[server] auth_tokens_file '%s' holds no token: write one per line", path);
+	if (c->n_tokens == before && eph) {
+		SG_INFO("http: [server] auth_tokens_file '%s' holds no token: only the ephemeral token is accepted", path);
+	} else if (c->n_tokens == before) {
+		SG_ERROR("[server] auth_tokens_file '%s' holds no token: write one per line, or set [server] ephemeral_token = true",
+			 path);
 		goto out;
 	}
 	rc = 0;
@@ -100,30 +110,54 @@ out:
 	return rc;
 }
 
+/* Generates a token, prints it once to stderr (nobody else knows it) and
+ * adds its digest.  Returns 0 or -1 (logged). */
+static int add_ephemeral(struct http_conf *c)
+{
+	char eph[65];
+
+	if (sg_random_hex(eph, 32) < 0) {
+		SG_ERROR("cannot read random bytes for the ephemeral token");
+		return -1;
+	}
+	add_token(c, eph, 64);
+	fprintf(stderr, "sandgate: ephemeral bearer token (valid until this server exits): %s\n", eph);
+	OPENSSL_cleanse(eph, sizeof(eph));
+	return 0;
+}
+
 /* Bearer tokens from every source (doc/http.md "Authentication").  The
- * plain text is never kept or logged; only the ephemeral token is shown,
- * once, on stderr, because nobody else knows it. */
+ * plain text is never kept or logged.  No source at all and no explicit
+ * [server] auth = none: a generated token, so that sandgate http is never
+ * open by accident; it stands for the local user (sessions keep the owner
+ * local:<uid>, so persistent machines outlive a restart and its new token). */
 static int load_tokens(struct http_conf *c)
 {
 	const char *file = sg_config_get("server", "auth_tokens_file");
-	char eph[65];
+	bool eph = sg_config_bool("server", "ephemeral_token", false);
 	size_t n;
 
-	if (file && *file && load_token_file(c, file) < 0)
+	if (file && *file && load_token_file(c, file, eph) < 0)
 		return -1;
 	if ((n = add_token_list(c, getenv("SANDGATE_SERVER_AUTH_TOKENS"))))
 		SG_INFO("http: %zu bearer token(s) from SANDGATE_SERVER_AUTH_TOKENS", n);
 	if ((n = add_token_list(c, getenv("ABX_MCP_AUTH_TOKEN"))))
 		SG_INFO("http: %zu bearer token(s) from ABX_MCP_AUTH_TOKEN", n);
-	if (sg_config_bool("server", "ephemeral_token", false)) {
-		if (sg_random_hex(eph, 32) < 0) {
-			SG_ERROR("cannot read random bytes for the ephemeral token");
+	if (c->no_auth) {
+		if (c->n_tokens || eph) {
+			SG_ERROR("[server] auth = none, but bearer tokens are configured (auth_tokens_file, ephemeral_token, "
+				 "SANDGATE_SERVER_AUTH_TOKENS or ABX_MCP_AUTH_TOKEN): remove them, or unset auth");
 			return -1;
 		}
-		add_token(c, eph, 64);
-		fprintf(stderr, "sandgate: ephemeral bearer token (valid until this server exits): %s\n", eph);
-		OPENSSL_cleanse(eph, sizeof(eph));
+		return 0;
 	}
+	if (!eph && c->n_tokens == 0) {
+		SG_INFO("http: no bearer token configured: generating one ([server] auth_tokens_file sets yours; "
+			"[server] auth = none serves loopback without authentication)");
+		c->token_is_local = true;
+	}
+	if ((eph || c->n_tokens == 0) && add_ephemeral(c) < 0)
+		return -1;
 	return 0;
 }
 
@@ -184,9 +218,10 @@ int http_conf_load(struct http_conf *c)
 	if (!c->host)
 		c->host = "127.0.0.1";
 	if (port > 65535) {
-		SG_ERROR("[server] port %lld is not a TCP port (0 to 65535)", port);
+		SG_ERROR("[server] port = %lld is not a TCP port: set it to 0 to 65535 (0: any free port)", port);
 		return -1;
 	}
+	c->no_auth = !strcmp(sg_config_get("server", "auth") ? sg_config_get("server", "auth") : "token", "none");
 	c->port = (unsigned)port;
 	c->ttl_ms = sg_config_int("server", "session_idle_ttl", 3600) * 1000;
 	c->max_sessions = (int)sg_config_int("server", "max_sessions", 100);
@@ -194,13 +229,21 @@ int http_conf_load(struct http_conf *c)
 	c->max_body = (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20);
 	snprintf(c->local_owner, sizeof(c->local_owner), "local:%ld", (long)getuid());
 	if (c->max_sessions < 1) {
-		SG_ERROR("[server] max_sessions must be at least 1");
+		SG_ERROR("[server] max_sessions = %d: set it to 1 or more", c->max_sessions);
 		return -1;
 	}
 	if (load_allowed(c) < 0 || load_tokens(c) < 0)
 		return -1;
 	sg_credentials_set((unsigned)c->n_tokens); /* before any machine is made */
 	loopback = host_is_loopback(c->host);
+	if (c->no_auth && !loopback) {
+		SG_ERROR("[server] auth = none is refused for host '%s', which is not a loopback address: "
+			 "configure bearer tokens ([server] auth_tokens_file) or listen on 127.0.0.1",
+			 c->host);
+		return -1;
+	}
+	if (c->no_auth)
+		SG_WARN("http: [server] auth = none: every local user and process can use this server without a token");
 	if (!loopback && !strcmp(sg_config_source("server", "allowed_hosts"), "default")) {
 		SG_ERROR("[server] host '%s' is not a loopback address: set [server] allowed_hosts to the host names clients will use (DNS-rebinding protection), or '*'",
 			 c->host);

@@ -45,6 +45,9 @@ struct http_conf {
 	unsigned char (*tokens)[SHA256_DIGEST_LENGTH]; /* SHA-256 of each token */
 	size_t n_tokens;
 	char local_owner[32];    /* owner of unauthenticated sessions */
+	bool no_auth;            /* [server] auth = none, explicitly */
+	bool token_is_local;     /* the one token is generated for the local
+				    user: its sessions are owned by local_owner */
 };
 
 struct stream;

@@ -664,6 +664,19 @@ int sg_machine_kill(struct sg_entry *e, struct sg_call *call, struct sg_err *err
 	return r;
 }
 
+int sg_machine_kill_by(struct sg_session *s, struct sg_entry *e, const char *label,
+		       struct sg_call *call, struct sg_err *err)
+{
+	if (s && strcmp(e->cred, s->owner) != 0) {
+		sg_machine_put(e);
+		return sg_errf(err, SG_E_PERM,
+			       "machine '%s' is shared with you but was made by another credential: you may use it, "
+			       "not remove it; its owner (or the operator, through [server] shared_machines) decides",
+			       label);
+	}
+	return sg_machine_kill(e, call, err);
+}
+
 /* Takes every registered entry matching pred out of the registry, marks it
  * dead, and returns them as a list (each holding the registry's former
  * reference). */
@@ -964,7 +977,7 @@ int sg_machine_host_remove(struct sg_call *call, struct sg_machine *m, struct sg
 
 	snprintf(id, sizeof(id), "%s", e->m.id);
 	sg_machine_ref(e); /* sg_machine_kill consumes one; the handler's stays */
-	if (sg_machine_kill(e, call, err) < 0)
+	if (sg_machine_kill_by(call ? call->session : NULL, e, sg_machine_label(e), call, err) < 0)
 		return -1;
 	if (call && call->session)
 		sg_session_default_clear(call->session, id);

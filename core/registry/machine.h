@@ -115,6 +115,14 @@ void sg_machine_touch(struct sg_entry *e);
  * Consumes the caller's reference on every path.  Returns 0 or -1 with err. */
 int sg_machine_kill(struct sg_entry *e, struct sg_call *call, struct sg_err *err);
 
+/* sg_machine_kill() on behalf of session s (NULL: the server itself), which
+ * may remove only what its credential made: a machine another credential
+ * made that s sees because [server] shared_machines (or [default_machine])
+ * opens it is usable, not removable (SG_E_PERM, naming it as the caller
+ * did: label).  Consumes the caller's reference on every path. */
+int sg_machine_kill_by(struct sg_session *s, struct sg_entry *e, const char *label,
+		       struct sg_call *call, struct sg_err *err);
+
 /* Destroys every ephemeral machine of session s (session end). */
 void sg_machine_session_end(struct sg_session *s);
 

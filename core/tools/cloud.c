@@ -44,13 +44,37 @@ static char *machine_path(const struct sg_entry *e, const char *path)
  * stop being the default, so the next call creates a new one. */
 int sg_tool_machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_err *err)
 {
-	if (err->code == SG_E_GONE) {
+	char def[SG_ID_MAX];
+
+	if (err->code != SG_E_GONE)
+		return -1;
+	/* The handler does not say whether the call named the machine: a call
+	 * on the default is told nothing about sandbox_id (it had none). */
+	if (sg_session_default_get(t->s, def) && !strcmp(def, e->m.id)) {
 		sg_session_default_clear(t->s, e->m.id);
 		sg_errf(err, SG_E_GONE,
-			"sandbox '%s' expired or was killed outside sandgate: call again without sandbox_id to get a new default sandbox",
+			"the session's default sandbox '%s' expired or was killed outside sandgate: "
+			"call again and a new default sandbox is created",
+			e->m.id);
+	} else {
+		sg_errf(err, SG_E_GONE,
+			"sandbox '%s' expired or was killed outside sandgate: call create_sandbox for a new one, "
+			"or omit sandbox_id to use the session's default sandbox",
 			e->m.id);
 	}
 	return -1;
+}
+
+/* A backend's "no such file" says what failed, not what to do: add it. */
+static void file_failed_fix(struct sg_err *err, const char *fix)
+{
+	char why[SG_ERR_MSG_MAX];
+
+	if (err->code != SG_E_NOTFOUND && err->code != SG_E_PERM)
+		return;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	sg_errf(err, err->code, "%s: %s", why,
+		err->code == SG_E_PERM ? "the sandbox user may not touch that path; use one under the workspace" : fix);
 }
 
 /* ---- create_sandbox ------------------------------------------------------- */
@@ -183,6 +207,7 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_read(e, full, file_cap(), t->call, &buf, err) < 0) {
+		file_failed_fix(err, "list_files shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
@@ -254,6 +279,7 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_write(e, full, data, len, &opts, t->call, err) < 0) {
+		file_failed_fix(err, "check that the directory can be made there (list_files shows what is there)");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
@@ -284,6 +310,7 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_list(e, full, t->call, &files, err) < 0) {
+		file_failed_fix(err, "list_files of a parent directory shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
@@ -314,7 +341,7 @@ static int tool_kill(struct sg_tool_ctx *t, json_t *args, json_t **result, struc
 	if (!e)
 		return -1;
 	snprintf(killed, sizeof(killed), "%s", e->m.id);
-	if (sg_machine_kill(e, t->call, err) < 0)
+	if (sg_machine_kill_by(t->s, e, id, t->call, err) < 0)
 		return -1;
 	sg_session_default_clear(t->s, killed);
 	*result = json_pack("{s:b, s:s}", "success", 1, "sandbox_id", killed);

@@ -43,6 +43,19 @@ size_t sg_env_default_max_output(void)
 	return (size_t)sg_config_int("shell", "max_output", 50000);
 }
 
+struct sg_entry *sg_env_machine_named(struct sg_tool_ctx *t, const char *key, const char *value,
+				      struct sg_err *err)
+{
+	struct sg_entry *e = sg_machine_get(t->s, value, err);
+
+	if (!e && err->code == SG_E_NOTFOUND)
+		sg_errf(err, SG_E_NOTFOUND,
+			"%s '%s' not found: no machine of yours has that name or id (it was removed or expired, or never existed); "
+			"sandbox_env machine_list shows the names and ids you can use",
+			key, value);
+	return e;
+}
+
 /* The machine a call names in `key` (an id or a persistent name), else the
  * session's default (created lazily).  A reference in *out. */
 int sg_env_machine(struct sg_tool_ctx *t, json_t *args, const char *key, struct sg_entry **out,
@@ -56,11 +69,13 @@ int sg_env_machine(struct sg_tool_ctx *t, json_t *args, const char *key, struct 
 	if (sg_arg_str(args, key, false, &m, err) < 0)
 		return -1;
 	if (m && *m) {
-		*out = sg_machine_get(t->s, m, err);
-		if (!*out)
-			sg_errf(err, SG_E_NOTFOUND,
-				"machine '%s' not found: sandbox_env machine_list shows yours; omit machine to use the session's default",
-				m);
+		*out = sg_env_machine_named(t, key, m, err);
+		if (!*out && err->code == SG_E_NOTFOUND) {
+			char why[SG_ERR_MSG_MAX];
+
+			snprintf(why, sizeof(why), "%s", err->msg);
+			sg_errf(err, SG_E_NOTFOUND, "%s; or omit %s to use the session's default machine", why, key);
+		}
 		return *out ? 0 : -1;
 	}
 	none = json_object();

@@ -43,6 +43,14 @@ size_t sg_env_default_max_output(void);
 int sg_env_machine(struct sg_tool_ctx *t, json_t *args, const char *key, struct sg_entry **out,
 		   bool *created, struct sg_err *err);
 
+/* The machine the caller named: value (an id, an id prefix or a persistent
+ * name) given in the parameter `key`.  Returns a reference
+ * (sg_machine_put()), or NULL with err: not found names key and value as
+ * the caller sent them (never "sandbox_id" for a name); an ambiguous
+ * prefix or an unavailable machine keeps the registry's message. */
+struct sg_entry *sg_env_machine_named(struct sg_tool_ctx *t, const char *key, const char *value,
+				      struct sg_err *err);
+
 /* The shell a call means: shell_id, else the default shell of `machine`
  * (or of the session's default machine).  A reference in *sh
  * (sg_shell_put()). */

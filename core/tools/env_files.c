@@ -176,8 +176,9 @@ static int patch_replace(struct sg_tool_ctx *t, struct sg_entry *e, json_t *args
 	if (read_for_edit(t, e, full, &buf, &bom, err) < 0)
 		goto out;
 	if (sg_patch_replace(buf.data ? buf.data : "", buf.len, old_s, new_s ? new_s : "", all, &po, err) < 0) {
-		sg_err_prefix(err, full);
+		/* prefixes go on in reverse: the path, then ": " before the message */
 		sg_err_prefix(err, ": ");
+		sg_err_prefix(err, full);
 		goto out;
 	}
 	data = with_bom(po.text, po.len, bom, &len);

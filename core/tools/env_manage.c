@@ -100,7 +100,7 @@ static int op_default_set(struct sg_tool_ctx *t, json_t *p, json_t **result, str
 		sg_shell_put(sh);
 		return 0;
 	}
-	e = sg_machine_get(t->s, m, err);
+	e = sg_env_machine_named(t, "machine", m, err);
 	if (!e)
 		return -1;
 	sg_session_default_set(t->s, e->m.id);
@@ -250,11 +250,11 @@ static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, 
 
 	if (sg_arg_str(p, "machine", true, &m, err) < 0)
 		return -1;
-	e = sg_machine_get(t->s, m, err);
+	e = sg_env_machine_named(t, "machine", m, err);
 	if (!e)
 		return -1;
 	snprintf(id, sizeof(id), "%s", e->m.id);
-	if (sg_machine_kill(e, t->call, err) < 0)
+	if (sg_machine_kill_by(t->s, e, m, t->call, err) < 0)
 		return -1;
 	sg_session_default_clear(t->s, id);
 	*result = json_pack("{s:s, s:s}", "machine", m, "status", "removed");

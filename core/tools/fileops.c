@@ -391,7 +391,7 @@ static int check_json(const char *path, const char *data, size_t len, struct sg_
 		return 0;
 	}
 	return sg_errf(err, SG_E_INVAL,
-		       "refusing to write %s: the content is not valid JSON: %s (line %d, column %d); the file was not created or changed",
+		       "refusing to write %s: the content is not valid JSON: %s (line %d, column %d); the file was not created or changed: fix the content and write again",
 		       path, je.text, je.line, je.column);
 }
 
@@ -409,7 +409,7 @@ static int check_yaml(const char *path, const char *data, size_t len, struct sg_
 
 		if (!yaml_parser_parse(&parser, &ev)) {
 			ret = sg_errf(err, SG_E_INVAL,
-				      "refusing to write %s: the content is not valid YAML: %s%s%s (line %zu, column %zu); the file was not created or changed",
+				      "refusing to write %s: the content is not valid YAML: %s%s%s (line %zu, column %zu); the file was not created or changed: fix the content and write again",
 				      path, parser.problem ? parser.problem : "syntax error",
 				      parser.context ? " " : "", parser.context ? parser.context : "",
 				      parser.problem_mark.line + 1, parser.problem_mark.column + 1);
@@ -447,7 +447,14 @@ static const char py_check[] =
 	"    print('%d\\t%d\\t%s' % (e.lineno or 0, e.offset or 0, e.msg))\n"
 	"    sys.exit(1)\n"
 	"except Exception as e:\n"
-	"    print('%d\\t%d\\t%s' % (getattr(e, 'lineno', 0) or 0, getattr(e, 'colno', 0) or 0, e))\n"
+	"    import re\n"
+	"    m = str(e)\n"
+	"    ln, co = getattr(e, 'lineno', 0) or 0, getattr(e, 'colno', 0) or 0\n"
+	/* tomllib before 3.14 puts the place only in the text: "... (at line 1, column 5)" */
+	"    at = re.search(r' ?\\(at line (\\d+), column (\\d+)\\)', m)\n"
+	"    if at:\n"
+	"        ln, co, m = ln or int(at.group(1)), co or int(at.group(2)), m[:at.start()] + m[at.end():]\n"
+	"    print('%d\\t%d\\t%s' % (ln, co, getattr(e, 'msg', None) or m))\n"
 	"    sys.exit(1)\n";
 
 /* $1 the python program, $2 kind, $3 source file or "-", $4 the source. */
@@ -499,9 +506,15 @@ static int check_python(struct sg_entry *e, const char *path, const char *kind, 
 		first_line(&res.out, msg, sizeof(msg));
 		if (sscanf(msg, "%ld\t%ld\t%399[^\n]", &line, &col, text) < 3)
 			snprintf(text, sizeof(text), "%s", msg[0] ? msg : "python3 failed");
-		sg_errf(err, SG_E_INVAL,
-			"refusing to write %s: the content is not valid %s: %s (line %ld, column %ld); the file was not created or changed",
-			path, strcmp(kind, "python") ? "TOML" : "Python", text, line, col);
+		/* line 0: python3 gave no place (the text may say it) */
+		if (line > 0)
+			sg_errf(err, SG_E_INVAL,
+				"refusing to write %s: the content is not valid %s: %s (line %ld, column %ld); the file was not created or changed: fix the content and write again",
+				path, strcmp(kind, "python") ? "TOML" : "Python", text, line, col);
+		else
+			sg_errf(err, SG_E_INVAL,
+				"refusing to write %s: the content is not valid %s: %s; the file was not created or changed: fix the content and write again",
+				path, strcmp(kind, "python") ? "TOML" : "Python", text);
 		goto out;
 	}
 	*lint = json_pack("{s:b, s:s}", "ok", 1, "checked", kind);
@@ -764,7 +777,10 @@ int sg_fileops_search(struct sg_entry *e, const struct sg_search *q, struct sg_c
 	window = json_is_object(all) ? page_object(all, q->offset, q->limit) : page(all, q->offset, q->limit);
 	if (total == 0 && diag[0]) {
 		json_decref(window);
-		sg_errf(err, SG_E_INVAL, "search failed (%s): %s", tool, diag);
+		sg_errf(err, SG_E_INVAL,
+			"search failed (%s): %s: fix the pattern '%.100s' (search_type content: a regular expression, "
+			"special characters such as ( [ { escaped with \\; files: a glob such as *.py)",
+			tool, diag, q->pattern);
 		goto out;
 	}
 	*result = json_pack("{s:s, s:s, s:o, s:b, s:s, s:i, s:i}", "status", "ok", "type",

@@ -330,6 +330,20 @@ static int fc_status_code(long status)
 	}
 }
 
+/* What to do about a refusal.  The platform API (no sandbox secret) checks
+ * the API key; a sandbox's own daemon checks its access token, and refuses
+ * a path outside what it serves, which no key would fix. */
+static const char *fc_http_hint(long status, bool in_sandbox)
+{
+	if (status != 401 && status != 403)
+		return "";
+	if (!in_sandbox)
+		return ": check [fc] api_key (or ABX_SANDBOX_API_KEY)";
+	if (status == 403)
+		return ": the sandbox refused it; for a file, give a path inside the sandbox's filesystem";
+	return ": the sandbox no longer takes its access token; create a new sandbox";
+}
+
 int fc_http_fail(struct fc_ctx *ctx, struct sg_err *err, const char *what,
 		 const struct fc_resp *rp, const char *secret)
 {
@@ -338,8 +352,7 @@ int fc_http_fail(struct fc_ctx *ctx, struct sg_err *err, const char *what,
 	fc_http_message(rp, msg, sizeof(msg));
 	fc_scrub(ctx, msg, sizeof(msg), secret);
 	ctx->host->errf(err, fc_status_code(rp->status), "fc: %s: HTTP %ld: %s%s", what,
-			rp->status, msg,
-			rp->status == 401 || rp->status == 403 ? " (check [fc] api_key)" : "");
+			rp->status, msg, fc_http_hint(rp->status, secret != NULL));
 	return -1;
 }
 

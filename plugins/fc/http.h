@@ -75,7 +75,10 @@ int fc_http_request(struct fc_ctx *ctx, const struct fc_req *rq, struct fc_resp 
 void fc_resp_free(struct fc_ctx *ctx, struct fc_resp *rp);
 
 /* Fills err for an unexpected answer: "fc: <what>: HTTP <status>: <server's
- * message>", the code mapped from the status, secrets scrubbed.  Returns -1. */
+ * message>", the code mapped from the status, secrets scrubbed, and for a
+ * 401 or 403 what to do.  secret: NULL for the platform API (the hint names
+ * [fc] api_key), else the sandbox's access token (a sandbox daemon's
+ * refusal, which no API key fixes).  Returns -1. */
 int fc_http_fail(struct fc_ctx *ctx, struct sg_err *err, const char *what,
 		 const struct fc_resp *rp, const char *secret);
 

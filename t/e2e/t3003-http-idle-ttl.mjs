@@ -10,16 +10,19 @@ t.run(async () => {
 
   const idle = await connect(srv.url, { name: 'idle', quiet: true });
   const busy = await connect(srv.url, { name: 'busy', quiet: true });
-  const chatty = await connect(srv.url, { name: 'chatty', quiet: true });
   await Promise.all([
     idle.tool('run_command', { command: 'true' }),
     busy.tool('run_command', { command: 'true' }),
   ]);
-  t.is((await containersOfSid(idle.sessionId)).length, 1, 'the idle session has a container');
-
-  // busy: one call longer than the TTL; chatty: a ping every 700 ms
+  // busy: one call longer than the TTL, sent at once (busy must not sit idle
+  // past the TTL while docker ps answers on a loaded host)
   const t0 = Date.now();
   const long = busy.tool('run_command', { command: 'sleep 4; echo done' }, { timeout: 60000 });
+  t.is((await containersOfSid(idle.sessionId)).length, 1, 'the idle session has a container');
+
+  // chatty: a ping every 700 ms, connected only now (making the two
+  // containers may take longer than the TTL: it would be reaped unused)
+  const chatty = await connect(srv.url, { name: 'chatty', quiet: true });
   let pinging = true;
   const pings = (async () => {
     let n = 0;

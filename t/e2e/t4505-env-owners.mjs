@@ -3,8 +3,8 @@
 // tool and does not see it in machine_list or status), survives the session
 // that made it (DELETE) and is found by a new session of the same token;
 // each token's sandbox_audit_query sees only its own rows; the operator's
-// [server] shared_machines opens one machine to both; audit rows are written
-// over HTTP.
+// [server] shared_machines opens one machine to both (B uses it, only A
+// removes it); audit rows are written over HTTP.
 import fs from 'node:fs';
 import path from 'node:path';
 import { preflight, errorText, tmpdir, trackSandbox } from '../lib/sg.mjs';
@@ -44,6 +44,18 @@ t.run(async () => {
   t.ok(!bl.machines.some((m) => m.name === name), "token B's machine_list does not show A's machine");
   t.ok(bl.machines.some((m) => m.name === shared), '... but shows the shared machine');
   t.is((await b.tool('sandbox_file_read', { path: '/tmp/s.txt', machine: shared })).output, '1|for everyone\n', 'token B uses the shared machine');
+  // shared: usable by B, not removable by B (by name or by id, from either family)
+  for (const [tool, args] of [
+    ['sandbox_env', { action: 'machine_remove', params: { machine: shared } }],
+    ['kill_sandbox', { sandbox_id: shared }],
+    ['kill_sandbox', { sandbox_id: sh.sandbox_id }],
+  ]) {
+    const r = await b.call(tool, args);
+    t.ok(r.isError, `token B: ${tool} ${JSON.stringify(args)} on the shared machine is refused`);
+    t.like(errorText(r), new RegExp(`machine '${args.sandbox_id ?? shared}' is shared with you but was made by another credential: you may use it, not remove it`),
+      '... naming the machine as B gave it, and what B may do', { text: errorText(r) });
+  }
+  t.is((await b.tool('sandbox_file_read', { path: '/tmp/s.txt', machine: shared })).output, '1|for everyone\n', 'the shared machine is still there for B');
   const bs = await env(b, 'status');
   t.ok(!bs.shells.some((s) => s.machine === name), "token B's status lists none of A's shells");
 

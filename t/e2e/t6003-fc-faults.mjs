@@ -101,6 +101,14 @@ t.run(async () => {
   res = await call('run_command', { command: 'echo still fine' });
   t.ok(!res.isError && res.structuredContent.sandbox_id === sid, 'the sandbox still works after the faults');
 
+  // ---- a path the sandbox's daemon refuses (403): the fix is the path, not the API key ----
+  const ln = await call('run_command', { command: 'ln -sfn / /home/user/escape' });
+  t.ok(!ln.isError && ln.structuredContent.exit_code === 0, 'a symbolic link to / in the sandbox', { text: errorText(ln) });
+  const esc = await call('read_file', { path: '/home/user/escape/etc/hostname' });
+  t.like(errorText(esc), /HTTP 403: path [^ ]+ leaves the sandbox: the sandbox refused it; for a file, give a path inside the sandbox's filesystem/,
+    'a path leading out of the sandbox: HTTP 403 and what to do about the path', { text: errorText(esc) });
+  t.unlike(errorText(esc), /api_key/, '... not a hint about [fc] api_key');
+
   // ---- keepalive failures are logged, not fatal ----
   await emu.faults([{ op: 'timeout', status: 500, message: 'keepalive broken', times: 20 }]);
   await new Promise((r) => setTimeout(r, 10500)); // past keepalive_interval

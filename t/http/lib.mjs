@@ -57,14 +57,23 @@ function checkSanitizer(h) {
   t.fail(`sandgate http pid ${h.pid}: no sanitizer report on stderr`, text.slice(Math.max(0, m.index - 200), m.index + 4000));
 }
 
+const TOKEN_KEYS = ['auth', 'auth_tokens_file', 'ephemeral_token', 'server.auth', 'server.auth_tokens_file', 'server.ephemeral_token'];
+const TOKEN_VARS = ['SANDGATE_SERVER_AUTH_TOKENS', 'ABX_MCP_AUTH_TOKEN'];
+
 /**
  * Starts `sandgate http`.  opts.set: {key: value} for --set server.KEY=VALUE
  * (a key with a dot is taken as SECTION.KEY); opts.env: extra environment;
- * opts.fixtures: add the conformance fixture tools.  Resolves
+ * opts.fixtures: add the conformance fixture tools.  Without a token
+ * source in set or env (and none in the test's environment) it passes
+ * server.auth=none: a test that wants no authentication says so, since
+ * sandgate http otherwise generates a token (opts.rawAuth: pass nothing,
+ * to test that).  Resolves
  * { url, port, pid, stderrPath, stderr(), stop(sig, ms), exited }.
  */
 export async function startHttp(opts = {}) {
   const set = { port: 0, ...(opts.set ?? {}) };
+  const env = serverEnv(opts.env ?? {});
+  if (!opts.rawAuth && !TOKEN_KEYS.some((k) => k in set) && !TOKEN_VARS.some((v) => env[v])) set.auth = 'none';
 
   const args = [...(opts.args ?? [])];
   for (const [k, v] of Object.entries(set)) args.push('--set', `${k.includes('.') ? k : `server.${k}`}=${v}`);
@@ -78,7 +87,7 @@ export async function startHttp(opts = {}) {
   // the fixture tools are only in the test build of sandgate
   const bin = opts.fixtures ? process.env.SANDGATE_CONFORMANCE_BIN : process.env.SANDGATE_BIN;
   const child = spawn(bin, args, {
-    env: serverEnv(opts.env ?? {}), stdio: ['ignore', 'ignore', 'pipe'], cwd: tmpdir(),
+    env, stdio: ['ignore', 'ignore', 'pipe'], cwd: tmpdir(),
   });
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk) => {

@@ -28,7 +28,7 @@ t.run(async () => {
     { SANDGATE_SERVER_AUTH_TOKENS: 'x-token-1234567890' }, { timeout: 20000 });
   t.is(anyHost.code, 3, 'a non-loopback host without allowed_hosts: exit 3', anyHost);
   t.like(anyHost.stderr, /allowed_hosts/, 'the message names [server] allowed_hosts');
-  // (a non-loopback host without a token source gets a generated token: t3008)
+  // (a non-loopback host without a token source gets a generated token: t3009)
 
   // ---- tokens from the file and the environment
   fs.chmodSync(file, 0o600);

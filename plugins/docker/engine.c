@@ -526,10 +526,13 @@ static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
 {
 	long sys = 0;
 
+	/* With TLS 1.3 a server's refusal of the client (no or an untrusted
+	 * certificate) arrives after our side of the handshake finished: as
+	 * the first send or receive failing. */
 	if (e->tls && (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
 		       cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR ||
-		       ((cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR) &&
-			strstr(detail, "alert"))))
+		       ((cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
+			 cc == CURLE_GOT_NOTHING) && (strstr(detail, "alert") || !e->cert[0]))))
 		return docker_tls_err(e, cc, detail, err);
 	if (e->relay && docker_relay_take_error(e->relay, err))
 		return -1;

@@ -860,7 +860,9 @@ static int docker_stream_connect(struct docker_engine *e, int *fd, struct sg_err
 
 	if (e->kind != DOCKER_TCP)
 		return docker_unix_connect(e, fd, err);
-	h = docker_pool_take(e); /* a fresh or reset handle; never given back */
+	/* A handle of its own (not the pool's, whose cached connections belong
+	 * to requests): the pump owns it until the stream closes. */
+	h = curl_easy_init();
 	if (!h)
 		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	docker_transport_opts(e, h);
@@ -1023,8 +1025,12 @@ int docker_engine_hijack(struct docker_engine *e, const char *path,
 			      path, e->where, strerror(errno));
 		goto out;
 	}
-	if (docker_hijack_head(e, s, path, head, &len, &hlen, status, err) < 0)
+	if (docker_hijack_head(e, s, path, head, &len, &hlen, status, err) < 0) {
+		/* ssh://: the relay closed it and knows why. */
+		if (e->relay)
+			docker_relay_take_error(e->relay, err);
 		goto out;
+	}
 	if (*status != 101 && *status != 200) {
 		/* An error body is short: take what comes before EOF or 1 s. */
 		clock_gettime(CLOCK_MONOTONIC, &soon);

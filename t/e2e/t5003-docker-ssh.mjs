@@ -31,6 +31,24 @@ t.run(async () => {
   const sets = { 'docker.ssh_key': s.key, 'docker.ssh_known_hosts': s.knownHosts, 'sandbox.default_backend': 'docker' };
   const args = (extra = {}) => Object.entries({ ...sets, ...extra }).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
 
+  // The refusals run beside the working session (docker is slow on a shared
+  // machine; the test must stay within its minute).  Neither signs in, so
+  // sshd's count of accepted sign-ins stays the session's.
+  const call = (extra, env = {}) => runCli([...args(extra), 'call', 'run_command', '{"command":"true"}'], sshEnv({ DOCKER_HOST: url, ...env }), { timeout: 30000 });
+  const empty = path.join(tmpdir(), 'empty_known_hosts');
+  fs.writeFileSync(empty, '');
+  const refusals = (async () => {
+    let r = await call({ 'docker.ssh_known_hosts': empty });
+    t.is(r.code, 1, 'an unknown host key: the call fails');
+    t.like(r.stderr, new RegExp(`host key of \\[127\\.0\\.0\\.1\\]:${s.port} is not known: ED25519 ${s.hostFp.replace(/[+/]/g, '\\$&')} is not in ${empty}.*\\[docker\\] ssh_host_key_policy = accept-new`),
+      'the message has the fingerprint, the file and the keys to fix it', { stderr: r.stderr });
+
+    r = await call({ 'docker.ssh_key': s.wrongKey });
+    t.is(r.code, 1, 'a key the server refuses: the call fails');
+    t.like(r.stderr, new RegExp(`authentication as ${s.user}@127\\.0\\.0\\.1:${s.port} failed; tried: .*key ${s.wrongKey} \\(ssh-ed25519\\): rejected by the server`),
+      'the message lists what was tried', { stderr: r.stderr });
+  })();
+
   const before = accepted(s);
   const srv = await sdkClient([...dockerArgs(), ...args()], sshEnv({ DOCKER_HOST: url }));
   await remoteBody(srv, 'ssh');
@@ -46,21 +64,9 @@ t.run(async () => {
   }
   t.deepEqual(left.map((p) => p.args), [], 'after sandgate exits, no docker system dial-stdio is left on the host');
 
-  const call = (extra, env = {}) => runCli([...args(extra), 'call', 'run_command', '{"command":"true"}'], sshEnv({ DOCKER_HOST: url, ...env }), { timeout: 30000 });
-  const empty = path.join(tmpdir(), 'empty_known_hosts');
-  fs.writeFileSync(empty, '');
-  let r = await call({ 'docker.ssh_known_hosts': empty });
-  t.is(r.code, 1, 'an unknown host key: the call fails');
-  t.like(r.stderr, new RegExp(`host key of \\[127\\.0\\.0\\.1\\]:${s.port} is not known: ED25519 ${s.hostFp.replace(/[+/]/g, '\\$&')} is not in ${empty}.*\\[docker\\] ssh_host_key_policy = accept-new`),
-    'the message has the fingerprint, the file and the keys to fix it', { stderr: r.stderr });
-
-  r = await call({ 'docker.ssh_key': s.wrongKey });
-  t.is(r.code, 1, 'a key the server refuses: the call fails');
-  t.like(r.stderr, new RegExp(`authentication as ${s.user}@127\\.0\\.0\\.1:${s.port} failed; tried: .*key ${s.wrongKey} \\(ssh-ed25519\\): rejected by the server`),
-    'the message lists what was tried', { stderr: r.stderr });
-
+  await refusals;
   await s.stop();
-  r = await call({});
+  const r = await call({});
   t.is(r.code, 1, 'sshd down: the call fails');
   t.like(r.stderr, new RegExp(`cannot connect to the SSH server of docker host ${url.replace(/\./g, '\\.')}: Connection refused`),
     'the message names the endpoint and the cause', { stderr: r.stderr });

@@ -77,6 +77,7 @@ struct docker_relay {
 	unsigned n;
 	time_t idle_since;
 	bool off_warned;
+	bool moved;                         /* this pass moved bytes or a state */
 };
 
 static void relay_note(struct docker_relay *r, int code, const char *fmt, ...) SG_PRINTF(3, 4);
@@ -270,6 +271,7 @@ static int relay_up(struct docker_relay *r, struct rconn *c)
 		if (n > 0) {
 			c->up_len = (size_t)n;
 			c->up_off = 0;
+			r->moved = true;
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			c->fd_eof = true;
 		}
@@ -283,6 +285,7 @@ static int relay_up(struct docker_relay *r, struct rconn *c)
 			return -1;
 		}
 		c->up_off += (size_t)n;
+		r->moved = true;
 	}
 	c->up_len = c->up_off = 0;
 	if (c->fd_eof && !c->eof_sent) {
@@ -330,6 +333,7 @@ static int relay_down(struct docker_relay *r, struct rconn *c)
 			c->down_len = (size_t)n;
 			c->down_off = 0;
 			c->got_any = true;
+			r->moved = true;
 		}
 		if (c->down_len == 0)
 			break;
@@ -342,6 +346,7 @@ static int relay_down(struct docker_relay *r, struct rconn *c)
 			return -1;
 		}
 		c->down_off += (size_t)n;
+		r->moved = true;
 		if (c->down_off == c->down_len)
 			c->down_len = c->down_off = 0;
 	}
@@ -372,6 +377,7 @@ static void relay_step(struct docker_relay *r, struct rconn *c)
 			return;
 		}
 		c->st = R_EXEC;
+		r->moved = true;
 		/* fall through */
 	case R_EXEC:
 		rc = libssh2_channel_exec(c->ch, RELAY_CMD);
@@ -382,6 +388,7 @@ static void relay_step(struct docker_relay *r, struct rconn *c)
 			return;
 		}
 		c->st = R_LIVE;
+		r->moved = true;
 		/* fall through */
 	case R_LIVE:
 		if (relay_up(r, c) < 0 || relay_down(r, c) < 0)
@@ -455,6 +462,7 @@ static void relay_accept(struct docker_relay *r)
 		return;
 	}
 	c->fd = fd;
+	r->moved = true;
 	c->next = r->conns;
 	r->conns = c;
 	r->n++;
@@ -464,6 +472,7 @@ static void *relay_main(void *arg)
 {
 	struct docker_relay *r = arg;
 	struct pollfd p[RELAY_MAX + 3];
+	int idle = 0;
 
 	for (;;) {
 		struct rconn *c;
@@ -480,9 +489,13 @@ static void *relay_main(void *arg)
 			p[np++] = (struct pollfd){ .fd = r->sock, .events = (short)(POLLIN |
 				((dir & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0)) };
 		}
-		/* libssh2 buffers whole packets: with channels open, look again
-		 * soon even when no socket stirs. */
-		timeout = r->n ? 20 : 1000;
+		/* libssh2 buffers whole packets, so one channel's read may take
+		 * another's data off the socket: after a pass that moved
+		 * something, pass again at once; then twice more shortly (which
+		 * empties those buffers); then wait for a socket to stir. */
+		timeout = r->moved ? 0 : idle < 2 ? 20 : 1000;
+		idle = r->moved ? 0 : idle + 1;
+		r->moved = false;
 		if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents)

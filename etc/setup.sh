@@ -37,7 +37,7 @@ packages=(build-essential autoconf automake libtool autoconf-archive pkg-config
 # the tests: Docker, sshd, the tools they drive
 if [ "${SG_SETUP_MAIN:-}" != 1 ]; then
 	packages+=(docker.io debootstrap openssh-server sqlite3 valgrind nodejs npm curl
-		python3-matplotlib python3-numpy groff-base clang libclang-rt-14-dev)
+		python3-matplotlib python3-numpy groff-base clang libclang-rt-14-dev socat openssl)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -128,11 +129,25 @@ void docker_first_line(const char *msg, size_t len, char *out, size_t size)
 
 /* ---- init / fini ---------------------------------------------------------------- */
 
+/* A switch as the docker CLI reads DOCKER_TLS_VERIFY: set and not a "no". */
+static bool docker_config_on(const char *v)
+{
+	static const char *const off[] = { "0", "false", "no", "off" };
+
+	if (!v || !*v)
+		return false;
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		if (!strcasecmp(v, off[i]))
+			return false;
+	return true;
+}
+
 /* Reads the configuration and prepares the engine client; never touches the
  * network (the API version is negotiated on the first call). */
 static int docker_init(const struct sg_host_api *host, void **priv,
 		       struct sg_err *err)
 {
+	struct docker_engine_opts opts;
 	struct docker_ctx *ctx;
 	const char *url;
 
@@ -155,8 +170,16 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 		return -1;
 	}
 	url = host->config_get("docker", "host");
-	ctx->engine = docker_engine_new(host, url ? url : DOCKER_DEFAULT_HOST,
-					ctx->api_timeout_s, err);
+	opts = (struct docker_engine_opts){
+		.url = url ? url : DOCKER_DEFAULT_HOST, .timeout_s = ctx->api_timeout_s,
+		.tls_verify = docker_config_on(host->config_get("docker", "tls_verify")),
+		.cert_path = host->config_get("docker", "cert_path"),
+		.allow_plain_tcp = docker_config_on(host->config_get("docker", "allow_plain_tcp")),
+		.ssh_key = host->config_get("docker", "ssh_key"),
+		.ssh_known_hosts = host->config_get("docker", "ssh_known_hosts"),
+		.ssh_policy = host->config_get("docker", "ssh_host_key_policy"),
+	};
+	ctx->engine = docker_engine_new(host, &opts, err);
 	if (!ctx->engine) {
 		docker_runner_teardown(ctx);
 		docker_settings_free(ctx);
@@ -208,9 +231,28 @@ static void docker_fini(void *priv)
 
 static const struct sg_config_key docker_config_keys[] = {
 	{ .key = "host", .def = DOCKER_DEFAULT_HOST,
-	  .help = "Docker Engine socket, unix:///path (tcp:// and ssh:// are not "
-		  "supported yet)",
+	  .help = "Docker Engine: unix:///path, tcp://HOST:PORT (TLS with tls_verify; "
+		  "plain only to loopback unless allow_plain_tcp) or ssh://USER@HOST[:PORT] "
+		  "(runs docker system dial-stdio there)",
 	  .env = "DOCKER_HOST" },
+	{ .key = "tls_verify", .def = "false",
+	  .help = "tcp:// engines: TLS, the engine's certificate checked against "
+		  "cert_path/ca.pem, cert.pem and key.pem sent when present",
+	  .env = "DOCKER_TLS_VERIFY" },
+	{ .key = "cert_path",
+	  .help = "directory of ca.pem, cert.pem and key.pem (default ~/.docker)",
+	  .env = "DOCKER_CERT_PATH" },
+	{ .key = "allow_plain_tcp", .def = "false", .accepts = "bool",
+	  .help = "allow tcp:// without TLS to a host that is not loopback (anyone on "
+		  "the network can then run containers there)" },
+	{ .key = "ssh_key",
+	  .help = "ssh:// engines: identity file; unset: ssh-agent, then ~/.ssh/id_ed25519, "
+		  "id_ecdsa, id_rsa (SANDGATE_SSH_PASSPHRASE for an encrypted one)" },
+	{ .key = "ssh_known_hosts", .def = "~/.ssh/known_hosts",
+	  .help = "ssh:// engines: the known_hosts file the host key is checked against" },
+	{ .key = "ssh_host_key_policy", .def = "strict", .accepts = "strict|accept-new|off",
+	  .help = "ssh:// engines: an unknown host key is refused (strict), recorded "
+		  "(accept-new) or not checked (off)" },
 	{ .key = "default_template", .def = DOCKER_DEFAULT_TEMPLATE,
 	  .help = "template used when a call names none" },
 	{ .key = "template.*",
@@ -287,7 +329,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	SG_BACKEND_HEADER,
 	.name = "docker",
 	.version = PACKAGE_VERSION,
-	.summary = "containers on the local Docker daemon",
+	.summary = "containers on a Docker engine (local, tcp with TLS, or ssh)",
 	.help = docker_help_text,
 	.config_keys = docker_config_keys,
 	.init = docker_init,

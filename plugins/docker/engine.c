@@ -1,12 +1,15 @@
-/* Docker Engine API client over a unix socket: see engine.h. */
+/* Docker Engine API client (unix://, tcp:// with TLS, ssh://): see engine.h. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "plugins/docker/engine.h"
+#include "plugins/docker/remote.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +32,19 @@
 #define DOCKER_API_MINOR 43
 #define DOCKER_API_MIN_MINOR 35
 
+enum docker_kind { DOCKER_UNIX, DOCKER_TCP, DOCKER_SSH };
+
 struct docker_engine {
 	const struct sg_host_api *host;  /* borrowed, process lifetime */
-	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char *unsupported;               /* the url when it is tcp:// or ssh:// (owned) */
+	enum docker_kind kind;
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* unix://, ssh://'s relay */
+	char where[320];                 /* the endpoint for messages */
+	char base[300];                  /* tcp://: "https://H:P" or "http://H:P" */
+	bool tls;
+	char ca[4096], cert[4096], key[4096]; /* tcp:// with TLS; cert/key "" when absent */
+	char *unusable;                  /* why every call fails (owned), or NULL */
+	struct docker_relay *relay;      /* ssh:// (owned) */
+	int pumps;                       /* tlspump threads alive (under lock) */
 	long timeout_s;                  /* per API call */
 
 	pthread_mutex_t lock;            /* guards everything below */
@@ -44,12 +56,169 @@ struct docker_engine {
 
 /* ---- setup ---------------------------------------------------------------- */
 
+/* Keeps a message for every later call; the engine still starts. */
+static int docker_unusable(struct docker_engine *e, const char *fmt, ...) SG_PRINTF(2, 3);
+
+static int docker_unusable(struct docker_engine *e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&e->unusable, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		e->unusable = NULL;
+	return n < 0 ? -1 : 0;
+}
+
+/* Splits "[USER@]HOST[:PORT]" (HOST may be "[v6]") of url; a path after it
+ * is refused. */
+static int docker_split_hostport(const char *rest, char *user, size_t un, char *hostname,
+				 size_t hn, unsigned *port)
+{
+	const char *at = strchr(rest, '@'), *h = at ? at + 1 : rest, *colon, *end;
+	size_t len;
+
+	user[0] = '\0';
+	if (at && (size_t)(at - rest) < un) {
+		memcpy(user, rest, (size_t)(at - rest));
+		user[at - rest] = '\0';
+	} else if (at) {
+		return -1;
+	}
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (!end)
+			return -1;
+		len = (size_t)(end - h - 1);
+		h++;
+		colon = end[1] == ':' ? end + 1 : NULL;
+		if (end[1] && !colon)
+			return -1;
+	} else {
+		colon = strchr(h, ':');
+		len = colon ? (size_t)(colon - h) : strcspn(h, "/");
+		if (h[len] == '/' && !(h[len + 1] == '\0'))
+			return -1;
+	}
+	if (len == 0 || len >= hn)
+		return -1;
+	memcpy(hostname, h, len);
+	hostname[len] = '\0';
+	if (colon) {
+		char *pend;
+		unsigned long p = strtoul(colon + 1, &pend, 10);
+
+		if (pend == colon + 1 || (*pend && strcmp(pend, "/")) || p == 0 || p > 65535)
+			return -1;
+		*port = (unsigned)p;
+	}
+	return 0;
+}
+
+static bool docker_is_loopback(const char *h)
+{
+	struct in_addr a4;
+
+	if (!strcmp(h, "localhost") || !strcmp(h, "::1"))
+		return true;
+	return inet_pton(AF_INET, h, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+/* cert_path/name into out when readable; "" when absent and optional. */
+static int docker_cert_file(struct docker_engine *e, const char *dir, const char *name,
+			    char *out, size_t n, bool required)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+	if (access(out, R_OK) == 0)
+		return 0;
+	if (required)
+		return docker_unusable(e, "docker host %s: TLS needs the CA certificate %s (%s): "
+				       "set [docker] cert_path or DOCKER_CERT_PATH to the directory "
+				       "holding ca.pem, cert.pem and key.pem", e->where, out,
+				       strerror(errno)) < 0 ? -1 : 1;
+	out[0] = '\0';
+	return 0;
+}
+
+static int docker_setup_tcp(struct docker_engine *e, const struct docker_engine_opts *o,
+			    const char *rest)
+{
+	char user[64], hostname[256], dir[4096];
+	const char *cp = o->cert_path, *home = getenv("HOME");
+	unsigned port = o->tls_verify ? 2376 : 2375;
+	bool v6;
+
+	e->kind = DOCKER_TCP;
+	if (docker_split_hostport(rest, user, sizeof(user), hostname, sizeof(hostname), &port) < 0 ||
+	    user[0])
+		return docker_unusable(e, "docker host tcp://%.200s is not HOST:PORT: set [docker] "
+				       "host or DOCKER_HOST to tcp://HOST:2376", rest);
+	v6 = strchr(hostname, ':') != NULL;
+	snprintf(e->where, sizeof(e->where), "tcp://%s%s%s:%u", v6 ? "[" : "", hostname,
+		 v6 ? "]" : "", port);
+	e->tls = o->tls_verify;
+	snprintf(e->base, sizeof(e->base), "%s://%s%s%s:%u", e->tls ? "https" : "http",
+		 v6 ? "[" : "", hostname, v6 ? "]" : "", port);
+	if (!e->tls) {
+		if (!docker_is_loopback(hostname) && !o->allow_plain_tcp)
+			return docker_unusable(e, "docker host %s without TLS would let anyone on the "
+					       "network run containers as root there: set [docker] "
+					       "tls_verify = true (DOCKER_TLS_VERIFY=1) with cert_path, "
+					       "or [docker] allow_plain_tcp = true to accept the risk",
+					       e->where);
+		return 0;
+	}
+	if (!cp || !*cp) {
+		if (!home)
+			return docker_unusable(e, "docker host %s: no HOME for the default "
+					       "cert_path ~/.docker: set [docker] cert_path", e->where);
+		snprintf(dir, sizeof(dir), "%s/.docker", home);
+		cp = dir;
+	}
+	if (docker_cert_file(e, cp, "ca.pem", e->ca, sizeof(e->ca), true) != 0)
+		return 0;
+	docker_cert_file(e, cp, "cert.pem", e->cert, sizeof(e->cert), false);
+	docker_cert_file(e, cp, "key.pem", e->key, sizeof(e->key), false);
+	if (!e->cert[0] != !e->key[0])
+		return docker_unusable(e, "docker host %s: %s/%s is missing (the client "
+				       "certificate needs both cert.pem and key.pem): put it in "
+				       "[docker] cert_path / DOCKER_CERT_PATH", e->where, cp,
+				       e->cert[0] ? "key.pem" : "cert.pem");
+	return 0;
+}
+
+static int docker_setup_ssh(struct docker_engine *e, const struct docker_engine_opts *o,
+			    const char *rest, struct sg_err *err)
+{
+	char user[64], hostname[256];
+	unsigned port = 22;
+	struct docker_relay_target t = { 0 };
+
+	e->kind = DOCKER_SSH;
+	if (docker_split_hostport(rest, user, sizeof(user), hostname, sizeof(hostname), &port) < 0)
+		return docker_unusable(e, "docker host ssh://%.200s is not [USER@]HOST[:PORT]: set "
+				       "[docker] host or DOCKER_HOST to ssh://user@host", rest);
+	snprintf(e->where, sizeof(e->where), "ssh://%.63s%s%.200s:%u", user, *user ? "@" : "",
+		 hostname, port);
+	t = (struct docker_relay_target){ .host = hostname, .port = port,
+		.user = *user ? user : NULL, .key = o->ssh_key, .known_hosts = o->ssh_known_hosts,
+		.policy = o->ssh_policy, .timeout_s = (unsigned)e->timeout_s };
+	e->relay = docker_relay_new(e->host, &t, err);
+	if (!e->relay)
+		return -2;
+	snprintf(e->sock, sizeof(e->sock), "%s", docker_relay_path(e->relay));
+	return 0;
+}
+
 struct docker_engine *docker_engine_new(const struct sg_host_api *host,
-					const char *url, unsigned timeout_s,
+					const struct docker_engine_opts *o,
 					struct sg_err *err)
 {
 	struct docker_engine *e;
-	const char *path = NULL;
+	const char *url = o->url, *path = NULL;
+	int rc = 0;
 
 	e = calloc(1, sizeof(*e)); /* freed by docker_engine_free() */
 	if (!e) {
@@ -57,7 +226,7 @@ struct docker_engine *docker_engine_new(const struct sg_host_api *host,
 		return NULL;
 	}
 	e->host = host;
-	e->timeout_s = timeout_s > 0 ? (long)timeout_s : 60;
+	e->timeout_s = o->timeout_s > 0 ? (long)o->timeout_s : 60;
 	pthread_mutex_init(&e->lock, NULL);
 	if (!url || !*url)
 		url = "unix:///var/run/docker.sock";
@@ -65,19 +234,26 @@ struct docker_engine *docker_engine_new(const struct sg_host_api *host,
 		path = url + 7;
 	else if (url[0] == '/')
 		path = url;
+	else if (strncmp(url, "tcp://", 6) == 0)
+		rc = docker_setup_tcp(e, o, url + 6);
+	else if (strncmp(url, "ssh://", 6) == 0)
+		rc = docker_setup_ssh(e, o, url + 6, err);
 	else if (strstr(url, "://")) {
-		/* tcp://, ssh://, fd://...: refused at the first call, not here,
-		 * so the other backends still start. */
-		e->unsupported = strdup(url);
-		if (!e->unsupported)
-			goto nomem;
-		return e;
+		snprintf(e->where, sizeof(e->where), "%.300s", url);
+		rc = docker_unusable(e, "docker host %s: this scheme is not supported: use "
+				     "unix:///PATH, tcp://HOST:PORT or ssh://USER@HOST", url);
 	} else {
 		host->errf(err, SG_E_INVAL,
 			   "docker host %s is not a docker address: set [docker] host "
 			   "or DOCKER_HOST to unix:///var/run/docker.sock", url);
 		goto fail;
 	}
+	if (rc == -2)
+		goto fail;
+	if (rc < 0)
+		goto nomem;
+	if (!path)
+		return e;
 	if (path[0] != '/' || strlen(path) >= sizeof(e->sock)) {
 		host->errf(err, SG_E_INVAL,
 			   "docker host %s: the socket path must be absolute and shorter "
@@ -85,6 +261,7 @@ struct docker_engine *docker_engine_new(const struct sg_host_api *host,
 		goto fail;
 	}
 	strcpy(e->sock, path);
+	snprintf(e->where, sizeof(e->where), "%s", path);
 	return e;
 nomem:
 	host->errf(err, SG_E_NOMEM, "docker: out of memory");
@@ -101,16 +278,29 @@ void docker_engine_free(struct docker_engine *e)
 		return;
 	for (i = 0; i < e->n_idle; i++)
 		curl_easy_cleanup(e->idle[i]);
+	docker_relay_free(e->relay);
+	/* Pumps end when their streams' owners close them (fini closes them
+	 * first); give stragglers a moment before curl's global cleanup. */
+	for (i = 0; i < 200; i++) {
+		int live;
+
+		pthread_mutex_lock(&e->lock);
+		live = e->pumps;
+		pthread_mutex_unlock(&e->lock);
+		if (!live)
+			break;
+		usleep(10000);
+	}
 	if (e->curl_started)
 		curl_global_cleanup();
 	pthread_mutex_destroy(&e->lock);
-	free(e->unsupported);
+	free(e->unusable);
 	free(e);
 }
 
 const char *docker_engine_socket(const struct docker_engine *e)
 {
-	return e->sock;
+	return e->where;
 }
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -121,7 +311,14 @@ static int docker_connect_err(struct docker_engine *e, struct sg_err *err,
 {
 	int rc;
 
-	if (sys == EACCES || sys == EPERM)
+	if (e->relay && docker_relay_take_error(e->relay, err))
+		return -1;
+	if (e->kind == DOCKER_TCP)
+		rc = e->host->errf(err, SG_E_UNAVAILABLE,
+				   "cannot connect to the docker engine at %s (%s): start dockerd "
+				   "there with -H %s, or fix [docker] host / DOCKER_HOST", e->where,
+				   strerror(sys ? sys : ECONNREFUSED), e->where);
+	else if (sys == EACCES || sys == EPERM)
 		rc = e->host->errf(err, SG_E_PERM,
 				   "permission denied on the docker socket %s: add this "
 				   "user to the docker group (usermod -aG docker USER, then "
@@ -138,13 +335,9 @@ static int docker_connect_err(struct docker_engine *e, struct sg_err *err,
 	return rc;
 }
 
-static int docker_unsupported_err(struct docker_engine *e, struct sg_err *err)
+static int docker_unusable_err(struct docker_engine *e, struct sg_err *err)
 {
-	return e->host->errf(err, SG_E_NOTSUP,
-			     "docker host %s is not supported yet: only unix:// sockets "
-			     "work; set [docker] host or DOCKER_HOST to "
-			     "unix:///var/run/docker.sock (or forward the remote socket "
-			     "to a local one)", e->unsupported);
+	return e->host->errf(err, SG_E_INVAL, "%s", e->unusable);
 }
 
 const char *docker_reply_message(const json_t *reply)
@@ -309,11 +502,76 @@ static long docker_timeout_ms(const struct docker_engine *e, const struct docker
 	return cut ? cut : limit;
 }
 
+/* Where a handle goes: the unix socket (or ssh relay), or tcp with TLS. */
+static void docker_transport_opts(struct docker_engine *e, CURL *h)
+{
+	if (e->kind != DOCKER_TCP) {
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->sock);
+		return;
+	}
+	if (!e->tls)
+		return;
+	curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* No session resumption: TLS fronts that ask for client certificates
+	 * without a session id context (socat, stunnel setups) abort resumed
+	 * handshakes, and connections are pooled anyway. */
+	curl_easy_setopt(h, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+	if (e->cert[0]) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
+	}
+}
+
+/* Words a TLS failure: which certificate and what to change. */
+static int docker_tls_err(struct docker_engine *e, CURLcode cc, const char *detail,
+			  struct sg_err *err)
+{
+	const char *d = *detail ? detail : curl_easy_strerror(cc);
+
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return e->host->errf(err, SG_E_PERM, "TLS verification of the docker engine at %s "
+				     "failed: its certificate is not signed by the CA %s (%s): set "
+				     "[docker] cert_path / DOCKER_CERT_PATH to the directory whose "
+				     "ca.pem signed the engine's certificate", e->where, e->ca, d);
+	case CURLE_SSL_CACERT_BADFILE:
+		return e->host->errf(err, SG_E_INVAL, "the CA certificate %s for the docker engine at "
+				     "%s cannot be used (%s): put the PEM CA certificate in [docker] "
+				     "cert_path / DOCKER_CERT_PATH as ca.pem", e->ca, e->where, d);
+	case CURLE_SSL_CERTPROBLEM:
+		return e->host->errf(err, SG_E_INVAL, "the client certificate %s or key %s for the "
+				     "docker engine at %s cannot be used (%s): put a PEM certificate "
+				     "and its key in [docker] cert_path as cert.pem and key.pem",
+				     e->cert, e->key, e->where, d);
+	default:
+		if (!e->cert[0])
+			return e->host->errf(err, SG_E_PERM, "the TLS handshake with the docker engine "
+					     "at %s failed (%s): sandgate sent no client certificate "
+					     "(no cert.pem and key.pem beside %s): put the client "
+					     "certificate the engine trusts there", e->where, d, e->ca);
+		return e->host->errf(err, SG_E_PERM, "the TLS handshake with the docker engine at "
+				     "%s failed (%s): check that the engine trusts the client "
+				     "certificate %s and that ca.pem is its CA", e->where, d, e->cert);
+	}
+}
+
 static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
-			   const struct docker_http *rq, struct sg_err *err)
+			   const struct docker_http *rq, const char *detail, struct sg_err *err)
 {
 	long sys = 0;
 
+	/* With TLS 1.3 a server's refusal of the client (no or an untrusted
+	 * certificate) arrives after our side of the handshake finished: as
+	 * the first send or receive failing. */
+	if (e->tls && (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+		       cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR ||
+		       ((cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
+			 cc == CURLE_GOT_NOTHING) && (strstr(detail, "alert") || !e->cert[0]))))
+		return docker_tls_err(e, cc, detail, err);
+	if (e->relay && docker_relay_take_error(e->relay, err))
+		return -1;
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -329,12 +587,12 @@ static int docker_curl_err(struct docker_engine *e, CURL *h, CURLcode cc,
 		return e->host->errf(err, SG_E_TIMEOUT,
 				     "docker API %s %s on %s timed out after %ld ms: the "
 				     "daemon is overloaded or hung (raise [docker] api_timeout)",
-				     rq->method, rq->path, e->sock, docker_timeout_ms(e, rq));
+				     rq->method, rq->path, e->where, docker_timeout_ms(e, rq));
 	case CURLE_OUT_OF_MEMORY:
 		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	default:
 		return e->host->errf(err, SG_E_IO, "docker API %s %s failed on %s: %s",
-				     rq->method, rq->path, e->sock,
+				     rq->method, rq->path, e->where,
 				     curl_easy_strerror(cc));
 	}
 }
@@ -358,13 +616,14 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 {
 	struct docker_xfer x = { .e = e, .rp = rp, .rq = rq };
 	struct curl_slist *hdrs = NULL, *tmp;
-	char url[4096], ctype[128];
+	char url[4096], ctype[128], detail[CURL_ERROR_SIZE] = "";
 	CURLcode cc;
 	CURL *h;
 	int rc = -1;
 
 	x.max = rq->max_body ? rq->max_body : DOCKER_BODY_MAX;
-	if ((size_t)snprintf(url, sizeof(url), "http://docker%s", vpath) >= sizeof(url))
+	if ((size_t)snprintf(url, sizeof(url), "%s%s",
+			     e->kind == DOCKER_TCP ? e->base : "http://docker", vpath) >= sizeof(url))
 		return e->host->errf(err, SG_E_INVAL, "docker API path too long: %.64s...",
 				     vpath);
 	h = docker_pool_take(e);
@@ -384,7 +643,8 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 			goto nomem;
 		hdrs = tmp;
 	}
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->sock);
+	docker_transport_opts(e, h);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, docker_timeout_ms(e, rq));
@@ -426,7 +686,7 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 		goto out;
 	}
 	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rp->body_capped)) {
-		docker_curl_err(e, h, cc, rq, err);
+		docker_curl_err(e, h, cc, rq, detail, err);
 		goto out;
 	}
 	rc = 0;
@@ -481,7 +741,7 @@ static int docker_negotiate(struct docker_engine *e, struct sg_err *err)
 	    !(v = json_loadb(rp.body.data ? rp.body.data : "", rp.body.len, 0, NULL))) {
 		e->host->errf(err, SG_E_PROTO,
 			      "%s does not answer GET /version like a docker daemon "
-			      "(HTTP %ld): check [docker] host / DOCKER_HOST", e->sock,
+			      "(HTTP %ld): check [docker] host / DOCKER_HOST", e->where,
 			      rp.status);
 		goto out;
 	}
@@ -491,7 +751,7 @@ static int docker_negotiate(struct docker_engine *e, struct sg_err *err)
 		e->host->errf(err, SG_E_NOTSUP,
 			      "docker engine API %s at %s is too old: sandgate needs "
 			      "1.%d or newer (docker 17.12+), upgrade docker",
-			      server ? server : "?", e->sock, DOCKER_API_MIN_MINOR);
+			      server ? server : "?", e->where, DOCKER_API_MIN_MINOR);
 		goto out;
 	}
 	if (minor > DOCKER_API_MINOR)
@@ -500,7 +760,7 @@ static int docker_negotiate(struct docker_engine *e, struct sg_err *err)
 	snprintf(e->api, sizeof(e->api), "%d.%d", DOCKER_API_MAJOR, minor);
 	pthread_mutex_unlock(&e->lock);
 	e->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "docker engine API %d.%d at %s",
-		     DOCKER_API_MAJOR, minor, e->sock);
+		     DOCKER_API_MAJOR, minor, e->where);
 	rc = 0;
 out:
 	json_decref(v);
@@ -517,8 +777,8 @@ int docker_engine_probe(struct docker_engine *e, unsigned timeout_ms, json_t **v
 	int rc = -1;
 
 	*version = NULL;
-	if (e->unsupported)
-		return docker_unsupported_err(e, err);
+	if (e->unusable)
+		return docker_unusable_err(e, err);
 	docker_reply_init(&rp);
 	if (docker_perform(e, &rq, "/version", &rp, err) < 0)
 		goto out;
@@ -528,7 +788,7 @@ int docker_engine_probe(struct docker_engine *e, unsigned timeout_ms, json_t **v
 		*version = NULL;
 		e->host->errf(err, SG_E_UNAVAILABLE,
 			      "%s does not answer GET /version like a Docker engine (HTTP %ld): "
-			      "check [docker] host / DOCKER_HOST", e->sock, rp.status);
+			      "check [docker] host / DOCKER_HOST", e->where, rp.status);
 		goto out;
 	}
 	rc = 0;
@@ -543,8 +803,8 @@ static int docker_vpath(struct docker_engine *e, const char *path, char *buf,
 {
 	char api[sizeof(e->api)];
 
-	if (e->unsupported)
-		return docker_unsupported_err(e, err);
+	if (e->unusable)
+		return docker_unusable_err(e, err);
 	if (docker_negotiate(e, err) < 0)
 		return -1;
 	pthread_mutex_lock(&e->lock);
@@ -629,6 +889,38 @@ static int docker_unix_connect(struct docker_engine *e, int *fd,
 	}
 	*fd = s;
 	return 0;
+}
+
+/* A connection for an attached stream: the socket, or over tcp:// a
+ * socketpair that a pump copies to the connection libcurl holds. */
+static int docker_stream_connect(struct docker_engine *e, int *fd, struct sg_err *err)
+{
+	struct docker_http rq = { .method = "POST", .path = "(attach)" };
+	char detail[CURL_ERROR_SIZE] = "";
+	CURLcode cc;
+	CURL *h;
+
+	if (e->kind != DOCKER_TCP)
+		return docker_unix_connect(e, fd, err);
+	/* A handle of its own (not the pool's, whose cached connections belong
+	 * to requests): the pump owns it until the stream closes. */
+	h = curl_easy_init();
+	if (!h)
+		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	docker_transport_opts(e, h);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
+	curl_easy_setopt(h, CURLOPT_URL, e->base);
+	curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_s * 1000);
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		docker_curl_err(e, h, cc, &rq, detail, err);
+		curl_easy_cleanup(h);
+		return -1;
+	}
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	return docker_pump_start(e->host, h, &e->pumps, &e->lock, fd, err);
 }
 
 static int docker_send_all(int fd, const char *p, size_t n)
@@ -742,7 +1034,7 @@ static int docker_hijack_head(struct docker_engine *e, int s, const char *path,
 		if (docker_read_until(s, head, DOCKER_HEAD_MAX, len, &deadline) <= 0)
 			return e->host->errf(err, errno == ETIMEDOUT ? SG_E_TIMEOUT : SG_E_IO,
 					     "docker API POST %s: no answer from %s (%s)%s",
-					     path, e->sock, *len ? "cut short" :
+					     path, e->where, *len ? "cut short" :
 					     errno == ETIMEDOUT ? "timed out" : "closed",
 					     errno == ETIMEDOUT ? ": the daemon is overloaded or hung "
 					     "([docker] api_timeout)" : "");
@@ -781,15 +1073,19 @@ int docker_engine_hijack(struct docker_engine *e, const char *path,
 		e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 		goto out;
 	}
-	if (docker_unix_connect(e, &s, err) < 0)
+	if (docker_stream_connect(e, &s, err) < 0)
 		goto out;
 	if (docker_send_all(s, req, (size_t)n) < 0) {
 		e->host->errf(err, SG_E_IO, "docker API POST %s: write to %s: %s",
-			      path, e->sock, strerror(errno));
+			      path, e->where, strerror(errno));
 		goto out;
 	}
-	if (docker_hijack_head(e, s, path, head, &len, &hlen, status, err) < 0)
+	if (docker_hijack_head(e, s, path, head, &len, &hlen, status, err) < 0) {
+		/* ssh://: the relay closed it and knows why. */
+		if (e->relay)
+			docker_relay_take_error(e->relay, err);
 		goto out;
+	}
 	if (*status != 101 && *status != 200) {
 		/* An error body is short: take what comes before EOF or 1 s. */
 		clock_gettime(CLOCK_MONOTONIC, &soon);

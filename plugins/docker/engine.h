@@ -1,5 +1,7 @@
 /*
- * Docker Engine API client over a unix socket.
+ * Docker Engine API client: a unix socket, tcp:// (TLS by libcurl, see
+ * struct docker_engine_opts) or ssh:// (remote.h: a local relay socket whose
+ * connections are libssh2 channels running `docker system dial-stdio`).
  *
  * Ordinary calls go through libcurl with a small mutex-protected pool of easy
  * handles, so keep-alive connections are reused between calls (latency).  The
@@ -50,18 +52,39 @@ struct docker_reply {
 	bool body_capped;     /* the body passed max_body and was cut there */
 };
 
-/* Parses `url` ("unix:///var/run/docker.sock" or a bare absolute path) without
- * connecting.  tcp:// and ssh:// are accepted here but every later call fails
- * with SG_E_NOTSUP naming the limitation, so a bad [docker] host does not stop
- * sandgate's other backends.  Returns NULL (err filled) only when out of memory
- * or when the url is not a docker address at all.  Caller frees with
- * docker_engine_free(). */
+/* Where the engine is and how to reach it; strings borrowed for the call. */
+struct docker_engine_opts {
+	const char *url;          /* [docker] host / DOCKER_HOST: unix:///PATH, /PATH,
+				     tcp://HOST[:PORT], ssh://[USER@]HOST[:PORT] */
+	unsigned timeout_s;       /* per API call; 0: 60 */
+	bool tls_verify;          /* tcp://: TLS, the engine's certificate checked
+				     against cert_path/ca.pem ([docker] tls_verify,
+				     DOCKER_TLS_VERIFY) */
+	const char *cert_path;    /* directory of ca.pem, cert.pem, key.pem; NULL or
+				     "": ~/.docker ([docker] cert_path, DOCKER_CERT_PATH) */
+	bool allow_plain_tcp;     /* tcp:// without TLS to a host that is not loopback */
+	/* ssh://: the identity file ("" or NULL: agent, then ~/.ssh/id_*), the
+	 * known_hosts file (NULL: ~/.ssh/known_hosts) and the policy ("strict",
+	 * "accept-new", "off"; NULL: strict). */
+	const char *ssh_key;
+	const char *ssh_known_hosts;
+	const char *ssh_policy;
+};
+
+/* Parses o->url without connecting.  A remote address that cannot work as
+ * configured (plain tcp to another host, a missing ca.pem, an ssh:// without
+ * a host) is accepted here but every later call fails with SG_E_INVAL naming
+ * the key and the fix, so a bad [docker] host does not stop sandgate's other
+ * backends.  Returns NULL (err filled) only when out of memory, when the url
+ * is not a docker address at all, or when the ssh relay's local socket
+ * cannot be made (SG_E_IO).  Caller frees with docker_engine_free(), which
+ * closes every remote connection. */
 struct docker_engine *docker_engine_new(const struct sg_host_api *host,
-					const char *url, unsigned timeout_s,
+					const struct docker_engine_opts *o,
 					struct sg_err *err);
 void docker_engine_free(struct docker_engine *e);
 
-/* The socket path, for messages. */
+/* The endpoint, for messages: the socket path, tcp://H:P or ssh://U@H:P. */
 const char *docker_engine_socket(const struct docker_engine *e);
 
 /* Sends one request and fills *rp (always initialised, also on failure).

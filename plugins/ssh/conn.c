@@ -467,17 +467,50 @@ int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t dea
 	return fd;
 }
 
+void ssh_peer_of(const struct ssh_pool *p, struct sshc_peer *peer, char *label, size_t size)
+{
+	const struct ssh_target *t = &p->target;
+
+	snprintf(label, size, "target '%s'", t->name);
+	*peer = (struct sshc_peer){
+		.host = t->host, .port = t->port, .user = t->user, .key = t->key,
+		.known_hosts = t->known_hosts, .passphrase = t->passphrase,
+		.policy = t->policy == SSH_POLICY_OFF ? SSHC_OFF :
+			  t->policy == SSH_POLICY_ACCEPT_NEW ? SSHC_ACCEPT_NEW : SSHC_STRICT,
+		.plugin = SSH_PLUGIN, .label = label,
+		.policy_key = "[ssh] host_key_policy", .known_key = "[ssh] known_hosts",
+		.passphrase_key = "[ssh] passphrase or SANDGATE_SSH_PASSPHRASE",
+		.identity_key = "[ssh] default_key or the target's key",
+	};
+}
+
+/* sshcommon's ways to wait and to fail: this op's. */
+static int ssh_io_again(void *ud)
+{
+	return ssh_op_wait(ud);
+}
+
+static int ssh_io_fatal(void *ud, int rc, const char *what, struct sg_err *err)
+{
+	return ssh_fail(ud, NULL, rc, what, err);
+}
+
 /* Exchanges keys, checks the host key and authenticates (op begun). */
 static int ssh_conn_setup(struct ssh_conn *c, struct ssh_op *op, struct sg_err *err)
 {
 	struct ssh_pool *p = c->pool;
-	struct ssh_known *known;
+	struct sshc_io io = { .host = p->ctx->host, .s = c->session, .again = ssh_io_again,
+			      .fatal = ssh_io_fatal, .is_transport = ssh_rc_is_transport, .ud = op };
+	struct sshc_known *known;
+	struct sshc_peer peer;
+	char label[SSH_NAME_MAX + 16];
 	int rc, ret = -1;
 
-	known = ssh_known_load(p->ctx, c->session, &p->target, err);
+	ssh_peer_of(p, &peer, label, sizeof(label));
+	known = sshc_known_load(p->ctx->host, c->session, &peer, err);
 	if (!known)
 		return -1;
-	ssh_known_prefer(known, c->session, &p->target);
+	sshc_known_prefer(known, c->session, &peer);
 	SSH_CALL(op, rc, libssh2_session_handshake(c->session, c->fd));
 	if (rc == LIBSSH2_ERROR_EAGAIN) {
 		p->ctx->host->errf(err, op->stop == SSH_STOP_CANCEL ? SG_E_CANCELLED : SG_E_UNAVAILABLE,
@@ -489,15 +522,17 @@ static int ssh_conn_setup(struct ssh_conn *c, struct ssh_op *op, struct sg_err *
 		ssh_fail(op, NULL, rc, "SSH handshake", err);
 		goto out;
 	}
-	if (ssh_known_verify(known, p, c->session, err) < 0)
+	/* The pool's flag under the pool's lock: connections of one target
+	 * are set up one at a time (p->connecting). */
+	if (sshc_known_verify(known, c->session, &peer, &p->off_warned, err) < 0)
 		goto out;
-	if (ssh_auth(op, &p->target, err) < 0)
+	if (sshc_userauth(&io, &peer, err) < 0)
 		goto out;
 	if (p->target.keepalive_s)
 		libssh2_keepalive_config(c->session, 1, p->target.keepalive_s);
 	ret = 0;
 out:
-	ssh_known_free(known);
+	sshc_known_free(known);
 	return ret;
 }
 

@@ -116,11 +116,9 @@ static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	ctx->host = host;
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_mutex_init(&ctx->kh_lock, NULL);
 	ctx->file_cap = ssh_config_uint(host, "file_cap", SSH_FILE_CAP);
 	if (ssh_random_hex(ctx->nonce, 8) < 0) {
 		pthread_mutex_destroy(&ctx->lock);
-		pthread_mutex_destroy(&ctx->kh_lock);
 		free(ctx);
 		return host->errf(err, SG_E_INTERNAL, "ssh: no randomness: %s", strerror(errno));
 	}
@@ -170,7 +168,6 @@ static void ssh_fini(void *priv)
 	}
 	ssh_runner_teardown(ctx);
 	pthread_mutex_destroy(&ctx->lock);
-	pthread_mutex_destroy(&ctx->kh_lock);
 	if (ctx->lib_started)
 		libssh2_exit();
 	free(ctx);

@@ -5,8 +5,8 @@
  *   target.c   targets: [ssh] default_* and [ssh.target.NAME] sections
  *   conn.c     connections: the pool per target, the per-connection lock and
  *              the wait discipline every libssh2 call goes through
- *   hostkey.c  known_hosts: host-key preference, verification, accept-new
- *   auth.c     user authentication (agent, key files) with diagnostics
+ *   (host keys against known_hosts and the sign-in with the agent or key
+ *   files are plugins/sshcommon/, shared with docker.so's ssh:// engines)
  *   errmap.c   the one adapter from libssh2 and SFTP errors to sg_err
  *   quote.c    POSIX shell quoting and the remote command line
  *   exec.c     one-shot commands: wrapper, process groups, timeouts
@@ -47,6 +47,7 @@
 #include "plugins/runner/client.h"
 #include "plugins/runner/rclient.h"
 #include "plugins/runner/rcode.h"
+#include "plugins/sshcommon/sshcommon.h"
 
 #define SSH_PLUGIN "ssh"
 
@@ -88,7 +89,6 @@ struct ssh_ctx {
 	struct ssh_pool *pools;           /* owned, one per target, freed by fini */
 	char nonce[17];                   /* marks the wrapper's line (random per process) */
 	size_t file_cap;
-	pthread_mutex_t kh_lock;          /* serialises appends to known_hosts files */
 	bool runner_on;                   /* [ssh] runner */
 	bool runner_faults;               /* SANDGATE_RUNNER_FAULTS=1: the runner's --fault hook */
 	pthread_mutex_t bin_lock;         /* guards the three below */
@@ -331,28 +331,11 @@ int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *c
  * slot and the reference. */
 void ssh_chan_done(struct ssh_op *op, LIBSSH2_CHANNEL *ch);
 
-/* ---- hostkey.c ---------------------------------------------------------------- */
+/* ---- host keys and sign-in: plugins/sshcommon/sshcommon.h ------------------------ */
 
-struct ssh_known;
-
-/* Loads t->known_hosts (a missing file is empty).  Returns NULL with err. */
-struct ssh_known *ssh_known_load(struct ssh_ctx *ctx, LIBSSH2_SESSION *s,
-				 const struct ssh_target *t, struct sg_err *err);
-void ssh_known_free(struct ssh_known *k);
-/* Sets the host-key algorithm preference: the types known_hosts holds for
- * the target first. */
-void ssh_known_prefer(struct ssh_known *k, LIBSSH2_SESSION *s, const struct ssh_target *t);
-/* Checks the session's host key per the target's policy. */
-int ssh_known_verify(struct ssh_known *k, struct ssh_pool *p, LIBSSH2_SESSION *s,
-		     struct sg_err *err);
-/* "SHA256:<base64>" of the session's host key into out. */
-void ssh_hostkey_fingerprint(LIBSSH2_SESSION *s, char *out, size_t n);
-
-/* ---- auth.c ------------------------------------------------------------------- */
-
-/* Authenticates the connection (op begun).  On failure err lists every
- * method tried and why it failed. */
-int ssh_auth(struct ssh_op *op, const struct ssh_target *t, struct sg_err *err);
+/* The peer of pool p's target, for sshcommon's checks (strings borrowed
+ * from p). */
+void ssh_peer_of(const struct ssh_pool *p, struct sshc_peer *peer, char *label, size_t size);
 
 /* ---- errmap.c ----------------------------------------------------------------- */
 

@@ -62,7 +62,10 @@ int docker_tar_pack_file(const struct sg_host_api *host, const char *name,
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open(a, &sink, NULL, docker_tar_write_cb, NULL) != ARCHIVE_OK)
 		goto fail;
-	archive_entry_set_pathname(ent, name);
+	/* The name is UTF-8 whatever the locale: set as the locale's text,
+	 * the C locale cannot turn a byte above 0x7f into the pax header's
+	 * UTF-8 ("Can't translate pathname"). */
+	archive_entry_set_pathname_utf8(ent, name);
 	archive_entry_set_filetype(ent, AE_IFREG);
 	archive_entry_set_perm(ent, mode & 07777);
 	archive_entry_set_size(ent, (la_int64_t)len);

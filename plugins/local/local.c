@@ -198,8 +198,9 @@ static const char local_help[] =
 	"Local backend: each machine is a directory on this host, seen as /workspace by a "
 	"bubblewrap jail (new user, pid, ipc, uts, mount and network namespaces; /usr and a "
 	"small /etc read-only; private /tmp, /proc and /dev; nothing else of the host) whose "
-	"first process is sandgate-runner: a command costs a fork and an exec.  The jail runs "
-	"as an unprivileged user ([local] user; as root the default is sandgate, else "
+	"first process is sandgate-runner: a command costs a fork and an exec, and run_code's "
+	"python and javascript kernels live there, one per sandbox and language.  The jail "
+	"runs as an unprivileged user ([local] user; as root the default is sandgate, else "
 	"nobody) with per-sandbox limits ([local] pids, memory_mb through cgroups; "
 	"cpu_seconds, address_space_mb, open_files per process), which create_sandbox reports "
 	"under details.  [local] network = host shares this host's network; the default "
@@ -226,7 +227,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = local_machine_list,
 	/* no expiry group: the core expires local sandboxes */
 	.exec = local_exec,
-	/* no code group: the core runs code through exec, with the host's interpreters */
+	.run_code = local_run_code,
 	.stream_open = local_stream_open,
 	.stream_write = local_stream_write,
 	.stream_read = local_stream_read,

@@ -25,6 +25,7 @@
 
 #include "plugins/runner/binary.h"
 #include "plugins/runner/rclient.h"
+#include "plugins/runner/rcode.h"
 
 #define LOCAL_PLUGIN    "local"
 #define LOCAL_WORKSPACE "/workspace"
@@ -87,6 +88,7 @@ struct local_machine {
 	struct rnc_site site;            /* its runner: the jail's first process */
 	struct local_jail *jail;         /* the current jail (guarded by the site's
 					    lock: its ops run under it), or NULL */
+	struct rnc_kstate code;          /* its kernels' runners (code.c) */
 };
 
 /* ---- local.c ----------------------------------------------------------------- */
@@ -96,6 +98,12 @@ struct local_machine *local_machine_of(const struct sg_machine *m, struct sg_err
 /* Reads the runner binary once.  0, or -1 with err naming the fix. */
 int local_runner_binary(struct local_ctx *ctx, struct sg_err *err);
 sg_probe_fn local_probe;
+
+/* ---- code.c ------------------------------------------------------------------- */
+
+/* run_code on the sandbox's runner kernels (python, javascript); other
+ * languages are SG_E_NOTSUP (the core runs them once with exec). */
+sg_run_code_fn local_run_code;
 
 /* ---- jail.c ------------------------------------------------------------------- */
 

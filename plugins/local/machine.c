@@ -152,6 +152,7 @@ static int handle_new(struct local_ctx *ctx, struct sg_machine *m, const char *i
 	snprintf(lm->dir, sizeof(lm->dir), "%s", dir);
 	snprintf(where, sizeof(where), "in %s", id);
 	rnc_site_init(&lm->site, h, &local_site_ops, lm, where, true, ctx->faults);
+	rnc_kstate_init(&lm->code);
 	m->handle = lm;
 	return 0;
 }
@@ -379,6 +380,7 @@ void local_machine_release(struct sg_machine *m)
 		return;
 	rnc_site_fini(&lm->site); /* the runner sees EOF, its jail ends */
 	local_jail_end(lm);
+	rnc_kstate_fini(&lm->code);
 	free(lm);
 	m->handle = NULL;
 }

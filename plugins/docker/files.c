@@ -1,5 +1,7 @@
 /*
- * Files: bytes move through the archive API (GET/PUT .../archive, tars built
+ * Files: through the container's runner (capability "files": chunked,
+ * atomic writes, see plugins/runner/rfiles.c) whenever it runs there; else
+ * bytes move through the archive API (GET/PUT .../archive, tars built
  * and read with libarchive); everything that needs the container's own view
  * (rename, owner, listing, mkdir, rm) is a small fixed shell script run with
  * exec, to which paths are passed only as arguments ("$1"), never spliced in.
@@ -349,6 +351,7 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		     struct sg_call *call, struct sg_buf *out, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	char abs[DOCKER_PATH_MAX], real[DOCKER_PATH_MAX];
 	struct docker_pstat ps;
 	int rc;
@@ -359,6 +362,8 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		max = ctx->file_cap;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_read(site, abs, 0, max, true, call, out, err)) <= 0)
+		return rc;
 	rc = docker_follow(ctx, m, abs, real, &ps, err);
 	if (rc < 0)
 		return -1;
@@ -554,6 +559,7 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	char tmp_path[DOCKER_PATH_MAX + 256];
 	struct sg_buf tar = { 0 };
 	struct docker_pstat ps;
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	const char *base;
 	unsigned mode = opts && opts->mode ? opts->mode & 07777 : 0644;
 	int rc = -1, found;
@@ -566,6 +572,9 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 				       ctx->file_cap);
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_write(site, abs, data, len, opts ? opts->mode : 0,
+					 !(opts && opts->no_mkdir), call, err)) <= 0)
+		return rc;
 	found = docker_follow(ctx, m, abs, real, &ps, err);
 	if (found < 0)
 		return -1;
@@ -723,6 +732,7 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, NULL };
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	struct sg_exec_result res;
 	int rc = -1;
 
@@ -731,6 +741,8 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 		return -1;
 	if (docker_abs(ctx, m, path && *path ? path : m->workspace, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_list(site, abs, call, entries, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_list_sh, args, ctx->file_cap, call, &res, err) < 0)
 		goto out;
@@ -796,12 +808,15 @@ int docker_file_stat(struct sg_machine *m, const char *path, struct sg_call *cal
 	unsigned long raw, uid, gid;
 	unsigned long long size;
 	long long mtime;
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	int rc = -1;
 
 	if (!ctx)
 		return -1;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_stat(site, abs, call, st, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_stat_sh, args, DOCKER_SCRIPT_CAP, call, &res, err) < 0)
 		goto out;
@@ -848,6 +863,7 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, recursive ? "1" : "0", NULL };
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	struct sg_exec_result res;
 	int rc = -1;
 
@@ -858,6 +874,8 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 	if (strcmp(abs, "/") == 0)
 		return ctx->host->errf(err, SG_E_INVAL, "refusing to remove /: destroy the "
 				       "machine instead");
+	if (site && (rc = rnc_file_remove(site, abs, recursive, call, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_remove_sh, args, DOCKER_SCRIPT_CAP, call, &res,
 		      err) < 0)

@@ -463,6 +463,13 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 	return rnc_exec(&dm->site, &c, call, res, err);
 }
 
+struct rnc_site *docker_runner_site(const struct sg_machine *m)
+{
+	struct docker_machine *dm = m->handle;
+
+	return dm && dm->ctx->runner_on ? &dm->site : NULL;
+}
+
 json_t *docker_runner_status(struct sg_machine *m)
 {
 	struct docker_machine *dm = m->handle;

@@ -98,6 +98,7 @@ struct rnc_site {
 	char why[640];                   /* why FALLBACK, or how the last one ended */
 	unsigned restarts;
 	long long start_ms;              /* how long the last start took */
+	unsigned long long file_ops;     /* file operations answered (status) */
 };
 
 /* Sets s up: where ("in container X") words messages; on false makes the

@@ -284,6 +284,12 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 		e.code = SG_E_OK;
 		rc = rnc_file_once(s, c, f, call, a, &e);
 		rn_conn_put(c);
+		if (rc == 0) {
+			/* Counted for status: which way a plugin's file tools went. */
+			pthread_mutex_lock(&s->lock);
+			s->file_ops++;
+			pthread_mutex_unlock(&s->lock);
+		}
 		if (rc == 0 || e.code != RNC_E_RETRY)
 			break;
 	}

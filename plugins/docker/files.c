@@ -401,9 +401,9 @@ static const char docker_mkdir_p_sh[] =
 	"if [ -e \"$1\" ] && [ ! -d \"$1\" ]; then exit 20; fi\n"
 	"exec mkdir -p -- \"$1\"\n";
 
-/* A hidden name next to the target: ".<name>.sg-<random>". */
-static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
-			    size_t size, struct sg_err *err)
+/* A hidden name next to the target: ".sg-<random>". */
+static int docker_temp_name(struct docker_ctx *ctx, char *out, size_t size,
+			    struct sg_err *err)
 {
 	unsigned char rnd[8];
 	size_t i;
@@ -412,8 +412,9 @@ static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return ctx->host->errf(err, SG_E_IO, "docker: no random bytes for a "
 				       "temporary name");
-	/* 180 bytes of the name keep the whole under NAME_MAX (255). */
-	w = snprintf(out, size, ".%.180s.sg-", base);
+	/* ASCII only, whatever the target's name: the archive carries this
+	 * name (docker_tar_pack_file), the rename script the real one. */
+	w = snprintf(out, size, ".sg-");
 	for (i = 0; i < sizeof(rnd) && w > 0 && (size_t)w + 3 < size; i++)
 		w += snprintf(out + w, size - (size_t)w, "%02x", rnd[i]);
 	return 0;
@@ -584,7 +585,7 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	base = docker_split(real, dir);
 	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return ctx->host->errf(err, SG_E_INVAL, "%s does not name a file", abs);
-	if (docker_temp_name(ctx, base, tmp, sizeof(tmp), err) < 0)
+	if (docker_temp_name(ctx, tmp, sizeof(tmp), err) < 0)
 		return -1;
 	snprintf(tmp_path, sizeof(tmp_path), "%s/%s", strcmp(dir, "/") ? dir : "", tmp);
 	if (docker_tar_pack_file(ctx->host, tmp, data, len, mode, &tar, err) < 0)

@@ -556,7 +556,10 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 		rn_buf_free(&f.fields);
 		if (rc != 0)
 			break;
-		if (a.err) {
+		if (a.err == ENOTDIR) { /* the fix, not just strerror's words */
+			rc = s->host->errf(err, SG_E_INVAL, "%s: %s is not a directory: read it "
+					   "instead of listing it", s->ops->tag, path);
+		} else if (a.err) {
 			rc = rnc_file_fail(s, "list", path, &a, err);
 		} else if ((got = rnc_list_entries(&a, path, arr)) < 0) {
 			rc = s->host->errf(err, SG_E_PROTO, "%s: list %s: a malformed entry from "

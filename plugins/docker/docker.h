@@ -218,6 +218,10 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 		       struct sg_call *call, struct sg_exec_result *res,
 		       struct sg_err *err);
 
+/* m's runner site for the file slots (rnc_file_*: 1 sends them the archive
+ * way), or NULL when [docker] runner = false.  Borrowed from m's handle. */
+struct rnc_site *docker_runner_site(const struct sg_machine *m);
+
 /* ---- code.c ------------------------------------------------------------------ */
 
 /* run_code on the runner's kernels (a kernel per container and language);

@@ -1,5 +1,7 @@
 /*
- * Files: bytes move through the archive API (GET/PUT .../archive, tars built
+ * Files: through the container's runner (capability "files": chunked,
+ * atomic writes, see plugins/runner/rfiles.c) whenever it runs there; else
+ * bytes move through the archive API (GET/PUT .../archive, tars built
  * and read with libarchive); everything that needs the container's own view
  * (rename, owner, listing, mkdir, rm) is a small fixed shell script run with
  * exec, to which paths are passed only as arguments ("$1"), never spliced in.
@@ -399,6 +401,7 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		     struct sg_call *call, struct sg_buf *out, struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	char abs[DOCKER_PATH_MAX], real[DOCKER_PATH_MAX];
 	struct docker_pstat ps;
 	int rc;
@@ -409,6 +412,8 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		max = ctx->file_cap;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_read(site, abs, 0, max, true, call, out, err)) <= 0)
+		return rc;
 	rc = docker_follow(ctx, m, abs, real, &ps, err);
 	if (rc < 0)
 		return -1;
@@ -446,9 +451,9 @@ static const char docker_mkdir_p_sh[] =
 	"if [ -e \"$1\" ] && [ ! -d \"$1\" ]; then exit 20; fi\n"
 	"exec mkdir -p -- \"$1\"\n";
 
-/* A hidden name next to the target: ".<name>.sg-<random>". */
-static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
-			    size_t size, struct sg_err *err)
+/* A hidden name next to the target: ".sg-<random>". */
+static int docker_temp_name(struct docker_ctx *ctx, char *out, size_t size,
+			    struct sg_err *err)
 {
 	unsigned char rnd[8];
 	size_t i;
@@ -457,8 +462,9 @@ static int docker_temp_name(struct docker_ctx *ctx, const char *base, char *out,
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return ctx->host->errf(err, SG_E_IO, "docker: no random bytes for a "
 				       "temporary name");
-	/* 180 bytes of the name keep the whole under NAME_MAX (255). */
-	w = snprintf(out, size, ".%.180s.sg-", base);
+	/* ASCII only, whatever the target's name: the archive carries this
+	 * name (docker_tar_pack_file), the rename script the real one. */
+	w = snprintf(out, size, ".sg-");
 	for (i = 0; i < sizeof(rnd) && w > 0 && (size_t)w + 3 < size; i++)
 		w += snprintf(out + w, size - (size_t)w, "%02x", rnd[i]);
 	return 0;
@@ -604,6 +610,7 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	char tmp_path[DOCKER_PATH_MAX + 256];
 	struct sg_buf tar = { 0 };
 	struct docker_pstat ps;
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	const char *base;
 	unsigned mode = opts && opts->mode ? opts->mode & 07777 : 0644;
 	int rc = -1, found;
@@ -616,6 +623,9 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 				       ctx->file_cap);
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_write(site, abs, data, len, opts ? opts->mode : 0,
+					 !(opts && opts->no_mkdir), call, err)) <= 0)
+		return rc;
 	found = docker_follow(ctx, m, abs, real, &ps, err);
 	if (found < 0)
 		return -1;
@@ -625,7 +635,7 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	base = docker_split(real, dir);
 	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return ctx->host->errf(err, SG_E_INVAL, "%s does not name a file", abs);
-	if (docker_temp_name(ctx, base, tmp, sizeof(tmp), err) < 0)
+	if (docker_temp_name(ctx, tmp, sizeof(tmp), err) < 0)
 		return -1;
 	snprintf(tmp_path, sizeof(tmp_path), "%s/%s", strcmp(dir, "/") ? dir : "", tmp);
 	if (docker_tar_pack_file(ctx->host, tmp, data, len, mode, &tar, err) < 0)
@@ -773,6 +783,7 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, NULL };
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	struct sg_exec_result res;
 	int rc = -1;
 
@@ -781,6 +792,8 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 		return -1;
 	if (docker_abs(ctx, m, path && *path ? path : m->workspace, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_list(site, abs, call, entries, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_list_sh, args, ctx->file_cap, call, &res, err) < 0)
 		goto out;
@@ -846,12 +859,15 @@ int docker_file_stat(struct sg_machine *m, const char *path, struct sg_call *cal
 	unsigned long raw, uid, gid;
 	unsigned long long size;
 	long long mtime;
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	int rc = -1;
 
 	if (!ctx)
 		return -1;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
+	if (site && (rc = rnc_file_stat(site, abs, call, st, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_stat_sh, args, DOCKER_SCRIPT_CAP, call, &res, err) < 0)
 		goto out;
@@ -898,6 +914,7 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	char abs[DOCKER_PATH_MAX];
 	const char *args[] = { abs, recursive ? "1" : "0", NULL };
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	struct sg_exec_result res;
 	int rc = -1;
 
@@ -908,6 +925,8 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 	if (strcmp(abs, "/") == 0)
 		return ctx->host->errf(err, SG_E_INVAL, "refusing to remove /: destroy the "
 				       "machine instead");
+	if (site && (rc = rnc_file_remove(site, abs, recursive, call, err)) <= 0)
+		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_sh(ctx, m, docker_remove_sh, args, DOCKER_SCRIPT_CAP, call, &res,
 		      err) < 0)

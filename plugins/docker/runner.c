@@ -471,6 +471,13 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 	return rc;
 }
 
+struct rnc_site *docker_runner_site(const struct sg_machine *m)
+{
+	struct docker_machine *dm = m->handle;
+
+	return dm && dm->ctx->runner_on ? &dm->site : NULL;
+}
+
 json_t *docker_runner_status(struct sg_machine *m)
 {
 	struct docker_machine *dm = m->handle;

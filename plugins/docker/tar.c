@@ -62,6 +62,16 @@ int docker_tar_pack_file(const struct sg_host_api *host, const char *name,
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open(a, &sink, NULL, docker_tar_write_cb, NULL) != ARCHIVE_OK)
 		goto fail;
+	/* libarchive converts a name through the locale: in the C locale a
+	 * byte above 0x7f fails ("Can't translate pathname") or, set as UTF-8,
+	 * crashes archive_write_header (a NULL name).  Callers give ASCII names
+	 * (a temporary name, renamed by exec with the real one as an argument). */
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p >= 0x80) {
+			host->errf(err, SG_E_INVAL, "docker: archive entry name '%s' is not ASCII",
+				   name);
+			goto out;
+		}
 	archive_entry_set_pathname(ent, name);
 	archive_entry_set_filetype(ent, AE_IFREG);
 	archive_entry_set_perm(ent, mode & 07777);

@@ -1,6 +1,7 @@
 /*
  * File operations in the runner (capability "files"): read a range, write a
- * whole file atomically, stat, list one level, mkdir, remove, rename, on
+ * whole file atomically, stat, list one level, mkdir, remove, rename,
+ * realpath (capability "files-realpath"), on
  * paths as the runner's own processes see them (inside a jail, the jail's
  * view).  doc/runner-protocol.md has the wire form.
  *
@@ -255,6 +256,8 @@ static void op_read(struct runner *r, uint32_t id, const struct freq *q)
 	}
 	close(fd);
 	rn_put_u64(&b, RN_F_SIZE, (uint64_t)st.st_size);
+	rn_put_u64(&b, RN_F_INODE, (uint64_t)st.st_ino);
+	rn_put_u64(&b, RN_F_DEV, (uint64_t)st.st_dev);
 	rn_put_bytes(&b, RN_F_DATA, buf, (uint32_t)got);
 	free(buf);
 	file_answer(r, id, &b);
@@ -410,6 +413,31 @@ static void op_rename(struct runner *r, uint32_t id, const struct freq *q)
 
 	if (rename(q->path, q->path2) < 0)
 		return file_fail(r, id, errno, q->path);
+	file_answer(r, id, &b);
+}
+
+/* The canonical path of q->path or, where that does not exist (yet), of its
+ * nearest existing ancestor: what a client that keeps its file tools inside
+ * one directory checks a path against. */
+static void op_realpath(struct runner *r, uint32_t id, const struct freq *q)
+{
+	struct rn_buf b = { 0 };
+	char *cur = strdup(q->path), *slash, real[PATH_MAX];
+
+	if (!cur)
+		return file_fail(r, id, ENOMEM, NULL);
+	while (!realpath(cur, real)) {
+		if ((errno != ENOENT && errno != ENOTDIR) || !(slash = strrchr(cur, '/')) ||
+		    slash == cur) {
+			int e = errno;
+
+			free(cur);
+			return file_fail(r, id, e, q->path);
+		}
+		*slash = '\0';
+	}
+	free(cur);
+	rn_put_str(&b, RN_F_PATH, real);
 	file_answer(r, id, &b);
 }
 
@@ -700,6 +728,9 @@ void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t
 		break;
 	case RN_FOP_RENAME:
 		op_rename(r, id, &q);
+		break;
+	case RN_FOP_REALPATH:
+		op_realpath(r, id, &q);
 		break;
 	default:
 		rn_send_error(r, id, "unknown file operation %u", q.op);

@@ -120,7 +120,10 @@ enum rn_tag {
 	RN_F_GID = 74,
 	RN_F_DATA = 75,       /* READ: the bytes */
 	RN_F_ENTRY = 76,      /* LIST, repeated: fields NAME, FTYPE, SIZE, FMODE, MTIME */
-	RN_F_NAME = 77        /* text: an entry's name */
+	RN_F_NAME = 77,       /* text: an entry's name */
+	RN_F_INODE = 78,      /* READ: u64 inode of the file read ... */
+	RN_F_DEV = 79         /* ... and u64 device: a file replaced between two
+				 READs of one file is seen and read again */
 };
 
 /* FILE operations (capability "files"). */
@@ -132,7 +135,9 @@ enum rn_fop {
 	RN_FOP_LIST = 4,      /* PATH, OFFSET -> ENTRY..., FFLAGS(MORE, CUT) */
 	RN_FOP_MKDIR = 5,     /* PATH, FMODE, FFLAGS(PARENTS) */
 	RN_FOP_REMOVE = 6,    /* PATH, FFLAGS(RECURSIVE) */
-	RN_FOP_RENAME = 7     /* PATH, PATH2 */
+	RN_FOP_RENAME = 7,    /* PATH, PATH2 */
+	RN_FOP_REALPATH = 8   /* PATH -> PATH: the canonical path of PATH, or of its
+				 nearest existing ancestor (capability "files-realpath") */
 };
 
 enum rn_fflags {
@@ -153,6 +158,7 @@ enum rn_ftype { RN_FT_FILE = 0, RN_FT_DIR, RN_FT_SYMLINK, RN_FT_OTHER };
 #define RN_CAP_KERNEL "kernel" /* KEXEC and KEVENT: stateful code kernels */
 #define RN_CAP_KERNEL_SCOPE "kernel-scope" /* KEXEC's SCOPE field and END flag */
 #define RN_CAP_FILES "files"   /* FILE and its answer: file operations */
+#define RN_CAP_REALPATH "files-realpath" /* FILE's REALPATH operation */
 
 enum rn_kflags {
 	RN_KFLAG_RESET = 1u << 0, /* discard the kernel (and its state) before this call */

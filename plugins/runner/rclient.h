@@ -98,6 +98,7 @@ struct rnc_site {
 	char why[640];                   /* why FALLBACK, or how the last one ended */
 	unsigned restarts;
 	long long start_ms;              /* how long the last start took */
+	unsigned long long file_ops;     /* file operations answered (status) */
 };
 
 /* Sets s up: where ("in container X") words messages; on false makes the
@@ -194,8 +195,11 @@ int rnc_stream_close(struct rnc_stream *st);
  * where a file is wanted, or the other way), SG_E_TOOBIG, SG_E_IO. */
 
 /* Reads up to max bytes of path from offset into out (appended), in bounded
- * chunks; SG_E_TOOBIG when the file holds more than max bytes from offset
- * and whole is set (a file to read whole). */
+ * chunks straight into out (no other copy of the bytes); SG_E_TOOBIG when
+ * the file holds more than max bytes from offset and whole is set (a file
+ * to read whole).  A file replaced while it is read is read again from
+ * offset, so out never mixes two versions.  On failure out is back at its
+ * old length. */
 int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
 		  bool whole, const struct sg_call *call, struct sg_buf *out,
 		  struct sg_err *err);
@@ -221,5 +225,10 @@ int rnc_file_remove(struct rnc_site *s, const char *path, bool recursive,
 /* Renames from to to (rename(2): replaces a file at `to`). */
 int rnc_file_rename(struct rnc_site *s, const char *from, const char *to,
 		    const struct sg_call *call, struct sg_err *err);
+/* The canonical path of path or, when it does not exist, of its nearest
+ * existing ancestor, into out[size] (capability "files-realpath": 1 when
+ * the runner lacks it).  SG_E_PROTO when the answer does not fit. */
+int rnc_file_realpath(struct rnc_site *s, const char *path, const struct sg_call *call,
+		      char *out, size_t size, struct sg_err *err);
 
 #endif /* SG_RUNNER_RCLIENT_H */

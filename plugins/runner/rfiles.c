@@ -33,9 +33,12 @@ struct rnc_answer {
 	struct sg_stat st;
 	bool has_stat;
 	uint64_t size;
+	uint64_t inode, dev;     /* READ: which file was read (0: not said) */
 	uint32_t flags;
 	const unsigned char *data;
 	size_t data_len;
+	const unsigned char *path; /* REALPATH: the canonical path (not NUL-ended) */
+	size_t path_len;
 };
 
 static void rnc_answer_free(struct rnc_answer *a)
@@ -123,6 +126,13 @@ static int rnc_answer_parse(struct rnc_answer *a)
 		} else if (f.tag == RN_F_DATA) {
 			a->data = f.val;
 			a->data_len = f.len;
+		} else if (f.tag == RN_F_INODE) {
+			bad |= rn_field_u64(&f, &a->inode);
+		} else if (f.tag == RN_F_DEV) {
+			bad |= rn_field_u64(&f, &a->dev);
+		} else if (f.tag == RN_F_PATH) {
+			a->path = f.val;
+			a->path_len = f.len;
 		}
 	}
 	return rc < 0 || bad ? -1 : 0;
@@ -178,6 +188,7 @@ static int rnc_file_fail(struct rnc_site *s, const char *op, const char *path,
 /* What a request sends: its fields, and for a write the bytes. */
 struct rnc_freq {
 	const char *op_name;     /* for messages: "read" */
+	const char *cap;         /* the capability it needs: RN_CAP_FILES */
 	const char *path;
 	struct rn_buf fields;
 	const void *data;        /* a write's bytes, or NULL */
@@ -263,16 +274,22 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 		rc = rnc_site_get(s, &c, err);
 		if (rc != 0)
 			return rc;
-		if (!rn_conn_has_cap(c, RN_CAP_FILES)) {
+		if (!rn_conn_has_cap(c, f->cap)) {
 			rn_conn_put(c);
 			if (s->ops->plain)
 				return 1;
-			return s->host->errf(err, SG_E_NOTSUP, "%s: the runner %s has no file "
-					     "operations (an older build)", s->ops->tag, s->where);
+			return s->host->errf(err, SG_E_NOTSUP, "%s: the runner %s lacks capability "
+					     "'%s' (an older build)", s->ops->tag, s->where, f->cap);
 		}
 		e.code = SG_E_OK;
 		rc = rnc_file_once(s, c, f, call, a, &e);
 		rn_conn_put(c);
+		if (rc == 0) {
+			/* Counted for status: which way a plugin's file tools went. */
+			pthread_mutex_lock(&s->lock);
+			s->file_ops++;
+			pthread_mutex_unlock(&s->lock);
+		}
 		if (rc == 0 || e.code != RNC_E_RETRY)
 			break;
 	}
@@ -290,6 +307,7 @@ static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op, 
 {
 	memset(f, 0, sizeof(*f));
 	f->op_name = op_name;
+	f->cap = op == RN_FOP_REALPATH ? RN_CAP_REALPATH : RN_CAP_FILES;
 	f->path = path;
 	rn_put_u32(&f->fields, RN_F_FOP, op);
 	rn_put_str(&f->fields, RN_F_PATH, path);
@@ -312,44 +330,80 @@ static int rnc_file_simple(struct rnc_site *s, struct rnc_freq *f, const struct 
 
 /* ---- the operations ------------------------------------------------------------------- */
 
+/* One READ of up to want bytes at `at`; 0 with *a, else as rnc_file_do. */
+static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size_t want,
+			 const struct sg_call *call, struct rnc_answer *a, struct sg_err *err)
+{
+	struct rnc_freq f;
+	int rc;
+
+	rnc_freq_init(&f, "read", RN_FOP_READ, path);
+	rn_put_u64(&f.fields, RN_F_OFFSET, at);
+	rn_put_u32(&f.fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want : RN_FILE_CHUNK);
+	rc = rnc_file_do(s, &f, call, a, err);
+	rn_buf_free(&f.fields);
+	if (rc == 0 && a->err) {
+		rc = rnc_file_fail(s, "read", path, a, err);
+		rnc_answer_free(a);
+	}
+	return rc;
+}
+
+/* Each READ opens the file anew: a file replaced (renamed over) between two
+ * of them is read again from the start, so a reader never gets the head of
+ * one version and the tail of another.  After this many, the last error. */
+#define RNC_READ_RESTARTS 8
+
 int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
 		  bool whole, const struct sg_call *call, struct sg_buf *out,
 		  struct sg_err *err)
 {
-	uint64_t at = offset, size = 0;
+	size_t base = out->len;
+	uint64_t at = offset, inode = 0, dev = 0;
 	struct rnc_answer a;
-	struct rnc_freq f;
-	int rc = 0;
+	int rc, restarts = 0;
 
 	for (;;) {
-		size_t want = max - (size_t)(at - offset);
+		size_t got = (size_t)(at - offset), want = max - got;
+		uint64_t size;
 
-		rnc_freq_init(&f, "read", RN_FOP_READ, path);
-		rn_put_u64(&f.fields, RN_F_OFFSET, at);
-		rn_put_u32(&f.fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want :
-			   RN_FILE_CHUNK);
-		rc = rnc_file_do(s, &f, call, &a, err);
-		rn_buf_free(&f.fields);
+		rc = rnc_read_once(s, path, at, want, call, &a, err);
 		if (rc != 0)
-			return rc;
-		if (a.err) {
-			rc = rnc_file_fail(s, "read", path, &a, err);
-		} else if (at == offset && whole && a.size > offset && a.size - offset > max) {
+			break;
+		if (got > 0 && (a.inode != inode || a.dev != dev)) {
+			rnc_answer_free(&a);
+			if (++restarts > RNC_READ_RESTARTS) {
+				rc = s->host->errf(err, SG_E_IO, "%s: read %s: the file was replaced "
+						   "%d times while it was read: read it again",
+						   s->ops->tag, path, RNC_READ_RESTARTS);
+				break;
+			}
+			out->len = base;
+			at = offset;
+			continue;
+		}
+		inode = a.inode;
+		dev = a.dev;
+		size = a.size;
+		if (whole && size > offset && size - offset > max)
 			rc = s->host->errf(err, SG_E_TOOBIG, "%s: read %s: the file holds %llu bytes, "
 					   "more than the %zu allowed", s->ops->tag, path,
-					   (unsigned long long)(a.size - offset), max);
-		} else if (a.data_len > want) {
+					   (unsigned long long)(size - offset), max);
+		else if (a.data_len > want)
 			rc = s->host->errf(err, SG_E_PROTO, "%s: the runner sent more than asked",
 					   s->ops->tag);
-		} else if (a.data_len && s->host->buf_append(out, a.data, a.data_len) < 0) {
+		else if (a.data_len && s->host->buf_append(out, a.data, a.data_len) < 0)
 			rc = s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
-		}
-		size = a.size;
 		at += a.data_len;
 		rnc_answer_free(&a);
-		if (rc < 0 || a.data_len == 0 || at - offset >= max || at >= size)
-			return rc;
+		if (rc < 0 || at - offset >= max || at >= size || a.data_len == 0)
+			break;
 	}
+	if (rc != 0)
+		out->len = base;
+	if (out->data)
+		out->data[out->len] = '\0';
+	return rc;
 }
 
 int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,
@@ -397,6 +451,50 @@ static const char *rnc_type_name(int type)
 	return type >= 0 && type <= SG_FT_OTHER ? names[type] : "other";
 }
 
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
+ * surrogates, at most U+10FFFF), or 0. */
+static size_t rnc_utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 :
+		     p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+
+	if (len == 0 || len > n)
+		return 0;
+	for (size_t k = 1; k < len; k++)
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return len;
+}
+
+/* A JSON string of a name, which need not be UTF-8: each byte that is not
+ * part of valid UTF-8 becomes U+FFFD rather than losing the entry. */
+static json_t *rnc_json_text(const char *s)
+{
+	size_t n = strlen(s), o = 0, len;
+	json_t *j = json_stringn(s, n);
+	char *t;
+
+	if (j)
+		return j;
+	t = malloc(n * 3 + 1); /* freed below */
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < n; i += len ? len : 1) {
+		len = rnc_utf8_len((const unsigned char *)s + i, n - i);
+		if (len)
+			memcpy(t + o, s + i, len);
+		else
+			memcpy(t + o, "\xef\xbf\xbd", 3);
+		o += len ? len : 3;
+	}
+	j = json_stringn(t, o);
+	free(t);
+	return j;
+}
+
 /* Appends the entries of one LIST answer to arr; returns how many, or -1. */
 static long rnc_list_entries(const struct rnc_answer *a, const char *dir, json_t *arr)
 {
@@ -410,6 +508,7 @@ static long rnc_list_entries(const struct rnc_answer *a, const char *dir, json_t
 		struct sg_stat st = { .type = SG_FT_OTHER };
 		char name[1024] = "", *full;
 		int bad = 0, src;
+		json_t *e;
 
 		if (f.tag != RN_F_ENTRY)
 			continue;
@@ -425,11 +524,13 @@ static long rnc_list_entries(const struct rnc_answer *a, const char *dir, json_t
 		if (!full)
 			return -1;
 		sprintf(full, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:I, s:i, s:I}", "name", name,
-						     "path", full, "type", rnc_type_name(st.type),
-						     "size", (json_int_t)st.size, "mode", (int)st.mode,
-						     "mtime", (json_int_t)st.mtime));
+		e = json_pack("{s:o, s:o, s:s, s:I, s:i, s:I}", "name", rnc_json_text(name),
+			      "path", rnc_json_text(full), "type", rnc_type_name(st.type),
+			      "size", (json_int_t)st.size, "mode", (int)st.mode,
+			      "mtime", (json_int_t)st.mtime);
 		free(full);
+		if (!e || json_array_append_new(arr, e) < 0)
+			return -1;
 		n++;
 	}
 	return rc < 0 ? -1 : n;
@@ -455,7 +556,10 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 		rn_buf_free(&f.fields);
 		if (rc != 0)
 			break;
-		if (a.err) {
+		if (a.err == ENOTDIR) { /* the fix, not just strerror's words */
+			rc = s->host->errf(err, SG_E_INVAL, "%s: %s is not a directory: read it "
+					   "instead of listing it", s->ops->tag, path);
+		} else if (a.err) {
 			rc = rnc_file_fail(s, "list", path, &a, err);
 		} else if ((got = rnc_list_entries(&a, path, arr)) < 0) {
 			rc = s->host->errf(err, SG_E_PROTO, "%s: list %s: a malformed entry from "
@@ -513,4 +617,29 @@ int rnc_file_rename(struct rnc_site *s, const char *from, const char *to,
 	rnc_freq_init(&f, "rename", RN_FOP_RENAME, from);
 	rn_put_str(&f.fields, RN_F_PATH2, to);
 	return rnc_file_simple(s, &f, call, err);
+}
+
+int rnc_file_realpath(struct rnc_site *s, const char *path, const struct sg_call *call,
+		      char *out, size_t size, struct sg_err *err)
+{
+	struct rnc_answer a;
+	struct rnc_freq f;
+	int rc;
+
+	rnc_freq_init(&f, "realpath", RN_FOP_REALPATH, path);
+	rc = rnc_file_do(s, &f, call, &a, err);
+	rn_buf_free(&f.fields);
+	if (rc != 0)
+		return rc;
+	if (a.err)
+		rc = rnc_file_fail(s, "realpath", path, &a, err);
+	else if (!a.path || a.path_len == 0 || a.path_len >= size || memchr(a.path, 0, a.path_len))
+		rc = s->host->errf(err, SG_E_PROTO, "%s: realpath %s: the runner's answer has no "
+				   "usable path", s->ops->tag, path);
+	else {
+		memcpy(out, a.path, a.path_len);
+		out[a.path_len] = '\0';
+	}
+	rnc_answer_free(&a);
+	return rc;
 }

@@ -195,6 +195,8 @@ json_t *rnc_site_status(struct rnc_site *s)
 		      "reason", s->why,
 		      "restarts", (json_int_t)s->restarts,
 		      "start_ms", (json_int_t)s->start_ms);
+	if (o)
+		json_object_set_new(o, "file_ops", json_integer((json_int_t)s->file_ops));
 	if (o && alive) {
 		json_object_set_new(o, "pid", json_integer(h.pid));
 		json_object_set_new(o, "build_id", json_string(h.build_id));

@@ -40,7 +40,8 @@
 
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
 
-const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES, NULL };
+const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES,
+						RN_CAP_REALPATH, NULL };
 
 int64_t rn_now_ms(void)
 {

@@ -799,32 +799,73 @@ static bool ssh_beneath(const char *canon, const char *dir)
 	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
 }
 
+/* What confinement resolves: path itself, or with parent (the path may
+ * name a link, made or replaced by the operation) its directory, in
+ * tmp[SSH_PATH_MAX].  -1 when path names no file. */
+static int ssh_confine_target(const char *path, bool parent, char *tmp, const char **target)
+{
+	const char *last;
+
+	*target = path;
+	if (!parent)
+		return 0;
+	last = strrchr(path, '/');
+	if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
+		return -1;
+	snprintf(tmp, SSH_PATH_MAX, "%.*s", (int)(last - path), path);
+	*target = tmp[0] ? tmp : "/";
+	return 0;
+}
+
+static int ssh_confine_refuse(const struct sg_host_api *host, const char *path, const char *canon,
+			      const char *dir, struct sg_err *err)
+{
+	if (!canon)
+		return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
+				  "%s", path, dir);
+	return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
+			  "on a host without isolation the file tools keep to the sandbox's "
+			  "directory", path, canon, dir);
+}
+
 static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 {
 	const struct sg_host_api *host = so->pool->ctx->host;
 	struct ssh_confine_args *ca = ud;
 	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], what[SSH_WHAT_MAX], tmp[SSH_PATH_MAX];
-	const char *last, *target = ca->path;
+	const char *target;
 	int rc = 0;
 
 	snprintf(what, sizeof(what), "resolving '%s'", ca->path);
 	if (ssh_realpath(so, ca->dir, dir, sizeof(dir), &rc) < 0)
 		return ssh_sftp_fail(so, rc, what, err);
-	if (ca->parent) {
-		last = strrchr(ca->path, '/');
-		if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
-			return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
-					  "%s", ca->path, ca->dir);
-		snprintf(tmp, sizeof(tmp), "%.*s", (int)(last - ca->path), ca->path);
-		target = tmp[0] ? tmp : "/";
-	}
+	if (ssh_confine_target(ca->path, ca->parent, tmp, &target) < 0)
+		return ssh_confine_refuse(host, ca->path, NULL, ca->dir, err);
 	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
 		return ssh_sftp_fail(so, rc, what, err);
 	if (!ssh_beneath(canon, dir))
-		return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
-				  "on a host without isolation the file tools keep to the sandbox's "
-				  "directory", ca->path, canon, dir);
+		return ssh_confine_refuse(host, ca->path, canon, dir, err);
 	return 0;
+}
+
+/* ssh_confine through the runner (two REALPATHs, no SFTP): 0, -1 with err,
+ * or 1 when the runner cannot say (none, or one without files-realpath). */
+static int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
+			      const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_site *site = ssh_site_of(sm);
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
+	const char *target;
+	int rc;
+
+	if (ssh_confine_target(path, parent, tmp, &target) < 0)
+		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
+	rc = rnc_file_realpath(site, sm->dir, call, dir, sizeof(dir), err);
+	if (rc == 0)
+		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
+	if (rc == 0 && !ssh_beneath(canon, dir))
+		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
+	return rc;
 }
 
 int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
@@ -877,9 +918,11 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	if (ssh_slot_path(m, path, &sm, &ra.path, &own, err) < 0)
 		return -1;
 	ra.max = max && max < sm->ctx->file_cap ? max : sm->ctx->file_cap;
-	if (sm->jail)
+	/* The runner when it is up (confined by its REALPATH off a jail), else SFTP. */
+	rc = sm->jail ? 0 : ssh_confine_runner(sm, ra.path, false, call, err);
+	if (rc == 0)
 		rc = rnc_file_read(ssh_site_of(sm), ra.path, 0, ra.max, true, call, out, err);
-	else if ((rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
+	if (rc > 0 && (rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
 		rc = ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err);
 	free(own);
 	return rc;
@@ -898,10 +941,10 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
-	else if (sm->jail)
+	else if ((rc = sm->jail ? 0 : ssh_confine_runner(sm, wa.path, true, call, err)) == 0)
 		rc = rnc_file_write(ssh_site_of(sm), wa.path, data, len, opts ? opts->mode : 0,
 				    !(opts && opts->no_mkdir), call, err);
-	else if ((rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
+	if (rc > 0 && (rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
 		rc = ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err);
 	free(own);
 	return rc;
@@ -927,8 +970,10 @@ int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, 
 	*entries = NULL;
 	if (ssh_slot_path(m, path, &sm, &la.path, &own, err) < 0)
 		return -1;
-	if (sm->jail) {
+	rc = sm->jail ? 0 : ssh_confine_runner(sm, la.path, false, call, err);
+	if (rc == 0)
 		rc = rnc_file_list(ssh_site_of(sm), la.path, call, entries, err);
+	if (rc <= 0) {
 		free(own);
 		return rc;
 	}
@@ -950,9 +995,10 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
-	if (sm->jail)
+	rc = sm->jail ? 0 : ssh_confine_runner(sm, pa.path, true, call, err);
+	if (rc == 0)
 		rc = rnc_file_stat(ssh_site_of(sm), pa.path, call, st, err);
-	else if ((rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
+	if (rc > 0 && (rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
 		rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
 	free(own);
 	return rc;
@@ -972,6 +1018,11 @@ int ssh_file_remove(struct sg_machine *m, const char *path, bool recursive, stru
 		rc = rnc_file_remove(ssh_site_of(sm), pa.path, recursive, call, err);
 	} else if (strcmp(pa.path, "/") == 0) {
 		rc = sm->ctx->host->errf(err, SG_E_PERM, "refusing to remove '/'");
+	} else if ((rc = ssh_confine_runner(sm, pa.path, true, call, err)) == 0) {
+		rc = rnc_file_remove(ssh_site_of(sm), pa.path, recursive, call, err);
+	}
+	if (rc <= 0) {
+		/* done, or refused */
 	} else if ((rc = ssh_confine(sm, pa.path, true, call, err)) < 0) {
 		/* outside the directory: refused */
 	} else if (recursive) {

@@ -23,6 +23,7 @@
 
 #include <sandgate/plugin.h>
 
+#include "plugins/ssh/ssh.h"
 #include "t/lib/fakehost.h"
 
 extern const struct sg_backend sg_backend;
@@ -306,6 +307,21 @@ static void step_files(struct sg_machine *m)
 	   sg_backend.file_read(m, "rel.txt", 10, NULL, &b, &err) == 0 && b.len == 1,
 	   "relative paths are under the workspace");
 	sg_buf_release(&b);
+	snprintf(path, sizeof(path), "%s/../escape.txt", m->workspace);
+	ok(sg_backend.file_write(m, path, "e", 1, NULL, NULL, &err) < 0 && err.code == SG_E_PERM &&
+	   strstr(err.msg, "outside sandbox directory"), "a write outside the sandbox directory: "
+	   "SG_E_PERM (%s)", err.msg);
+	ok(sg_backend.file_read(m, "/etc/hostname", 100, NULL, &b, &err) < 0 &&
+	   err.code == SG_E_PERM, "a read outside the sandbox directory: SG_E_PERM (%s)", err.msg);
+	sg_buf_release(&b);
+	/* The file slots went through the runner's files capability, or (runner
+	 * off) not at all. */
+	{
+		unsigned long long n = ssh_site_of(m->handle)->file_ops;
+
+		ok(runner_on() ? n >= 20 : n == 0, "file slots through the runner: %llu file "
+		   "operations (runner %s)", n, runner_on() ? "on" : "off");
+	}
 }
 
 static void step_attach_list(struct sg_machine *m)

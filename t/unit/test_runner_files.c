@@ -305,6 +305,30 @@ static void test_fifo(struct rnc_site *s)
 	sg_buf_release(&b);
 }
 
+/* REALPATH: links resolved; a missing path gives its nearest existing
+ * ancestor (what ssh.so checks a new file's place against). */
+static void test_realpath(struct rnc_site *s)
+{
+	char real[4096], want[4200], got[4096];
+	struct sg_err e = { 0 };
+	int rc;
+
+	if (!realpath(dir, real))
+		fakehost_ok(0, "realpath(%s): %s", dir, strerror(errno));
+	mkdir(at("rp"), 0755);
+	if (symlink("..", at("rp/up")) < 0)
+		fakehost_ok(0, "symlink: %s", strerror(errno));
+	rc = rnc_file_realpath(s, at("rp/up/rp"), NULL, got, sizeof(got), &e);
+	snprintf(want, sizeof(want), "%s/rp", real);
+	fakehost_ok(rc == 0 && strcmp(got, want) == 0, "realpath through a link: %s",
+		    rc ? e.msg : got);
+	rc = rnc_file_realpath(s, at("rp/up/no/such/file"), NULL, got, sizeof(got), &e);
+	fakehost_ok(rc == 0 && strcmp(got, real) == 0, "realpath of a missing path: its nearest "
+		    "existing ancestor (%s)", rc ? e.msg : got);
+	rc = rnc_file_realpath(s, at("rp"), NULL, got, 4, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PROTO, "an answer longer than the buffer: SG_E_PROTO");
+}
+
 /* The runner dies in the middle of a write: the target keeps its bytes, no
  * temporary file stays, the next operation runs on a new runner. */
 static void test_dead_runner(struct rnc_site *s)
@@ -347,6 +371,7 @@ int main(void)
 	test_stat_list(&s);
 	test_mkdir_remove_rename(&s);
 	test_fifo(&s);
+	test_realpath(&s);
 	test_dead_runner(&s);
 	rnc_site_fini(&s);
 	waitpid(runner_pid, NULL, 0);

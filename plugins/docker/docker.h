@@ -134,7 +134,9 @@ int docker_check_env(struct docker_ctx *ctx, const char *const *env,
 /* Pieces of docker_run() that stream.c reuses. */
 long long docker_now_ms(void);
 /* Creates an exec of r in cid (argv wrapped when r->group); copies its id
- * into eid.  SG_E_GONE when the container is gone or stopped. */
+ * into eid.  A stopped container (an engine restart stops them all) is
+ * started again first.  SG_E_GONE when the container is gone or does not
+ * start. */
 int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 		       const struct docker_run *r, char *eid, size_t size,
 		       struct sg_err *err);
@@ -213,6 +215,9 @@ sg_machine_destroy_fn docker_machine_destroy;
 sg_machine_release_fn docker_machine_release;
 sg_machine_list_fn docker_machine_list;
 sg_probe_fn docker_probe;
+/* POST /containers/{id}/start; one already running is success.  -1 with err
+ * (the engine's words) otherwise. */
+int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err);
 
 /* ---- stream.c ---------------------------------------------------------------- */
 

@@ -249,6 +249,25 @@ fail:
 	return NULL;
 }
 
+/* After a 409 to exec create: starts cid again when it is merely stopped
+ * (an engine restart without live-restore stops every container; attach
+ * does the same after a reboot).  True when the exec may be created again. */
+static bool docker_exec_restarted(struct docker_ctx *ctx, const char *cid,
+				  const json_t *reply, struct sg_err *err)
+{
+	if (!strstr(docker_reply_message(reply), "is not running"))
+		return false;
+	if (docker_start(ctx, cid, err) < 0) {
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "container %s is stopped "
+			       "and does not start again: %s", cid, err->msg);
+		return false;
+	}
+	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "container %s was stopped "
+		       "(an engine restart, or docker stop): started it again; its "
+		       "processes did not survive", cid);
+	return true;
+}
+
 int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 			      const struct docker_run *r, char *eid, size_t size,
 			      struct sg_err *err)
@@ -258,6 +277,7 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	const char *id;
 	long status;
 	int rc = -1;
+	struct sg_err serr;
 
 	if (!body)
 		return ctx->host->errf(err, SG_E_INVAL, "docker exec: the command, env or "
@@ -265,6 +285,13 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	snprintf(path, sizeof(path), "/containers/%s/exec", cid);
 	if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply, err) < 0)
 		goto out;
+	if (status == 409 && docker_exec_restarted(ctx, cid, reply, &serr)) {
+		json_decref(reply);
+		reply = NULL;
+		if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply,
+				       err) < 0)
+			goto out;
+	}
 	if (status != 201) {
 		docker_exec_create_fail(ctx, cid, status, reply, err);
 		goto out;

@@ -229,7 +229,7 @@ out:
 	return rc;
 }
 
-static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
 	char path[DOCKER_ID_MAX + 32];
 	json_t *reply = NULL;

@@ -231,16 +231,17 @@ static bool runner_present(struct docker_ctx *ctx, const char *cid, const char *
 	return there;
 }
 
-/* PUTs the binary into dir as name (root-owned, 0755: the tar says so). */
+/* PUTs the binary into dir as name (root-owned, 0755: the tar says so).
+ * e->code says why the engine could not be asked (SG_E_UNAVAILABLE: it is
+ * down). */
 static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *dir,
-			 const char *name, char *why, size_t size)
+			 const char *name, char *why, size_t size, struct sg_err *e)
 {
 	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "PUT", .path = url,
 				  .content_type = "application/x-tar" };
 	struct sg_buf tar = { 0 };
 	struct docker_reply rp = { 0 };
-	struct sg_err e;
 	int rc = -1;
 
 	if (!q)
@@ -248,14 +249,14 @@ static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *di
 	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", cid, q);
 	free(q);
 	if (docker_tar_pack_file(ctx->host, name, ctx->bin.data, ctx->bin.len, 0755, &tar,
-				 &e) < 0) {
-		snprintf(why, size, "%.200s", e.msg);
+				 e) < 0) {
+		snprintf(why, size, "%.200s", e->msg);
 		return -1;
 	}
 	rq.body = tar.data;
 	rq.body_len = tar.len;
-	if (docker_engine_call(ctx->engine, &rq, &rp, &e) < 0)
-		snprintf(why, size, "%.200s", e.msg);
+	if (docker_engine_call(ctx->engine, &rq, &rp, e) < 0)
+		snprintf(why, size, "%.200s", e->msg);
 	else if (rp.status != 200)
 		snprintf(why, size, "uploading to %s: docker answered HTTP %ld", dir,
 			 rp.status);
@@ -333,17 +334,19 @@ static void runner_shorten(char *msg)
 		memmove(msg, x + 19, strlen(x + 19) + 1);
 }
 
-/* Tries each directory in turn.  Returns 0 with *out, -1 with why (*gone
- * when the container itself is gone). */
+/* Tries each directory in turn.  Returns 0 with *out, -1 with why; *stop is
+ * the error code when no directory can help: the container is gone
+ * (SG_E_GONE) or the engine does not answer (SG_E_UNAVAILABLE), which
+ * says nothing about the runner, so no fallback is decided on it. */
 static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 			struct docker_machine *dm, struct rn_conn **out, char *why,
-			size_t size, bool *gone)
+			size_t size, int *stop)
 {
 	char name[64], path[DOCKER_PATH_MAX], step[256] = "";
 	struct sg_err e;
 	size_t i;
 
-	*gone = false;
+	*stop = SG_E_OK;
 	if (runner_binary(ctx, why, size) < 0)
 		return -1;
 	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin.id);
@@ -352,7 +355,7 @@ static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 		snprintf(path, sizeof(path), "%s/%s", runner_dirs[i], name);
 		e.code = SG_E_OK;
 		if (!runner_present(ctx, m->id, path) &&
-		    runner_upload(ctx, m->id, runner_dirs[i], name, step, sizeof(step)) < 0)
+		    runner_upload(ctx, m->id, runner_dirs[i], name, step, sizeof(step), &e) < 0)
 			goto next;
 		if (runner_launch(ctx, dm, m->id, path, out, step, sizeof(step), &e) == 0) {
 			snprintf(dm->rpath, sizeof(dm->rpath), "%s", path);
@@ -362,8 +365,8 @@ static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
 			snprintf(step, sizeof(step), "%s", dm->rnote);
 		runner_shorten(step);
 next:
-		if (e.code == SG_E_GONE) {
-			*gone = true;
+		if (e.code == SG_E_GONE || e.code == SG_E_UNAVAILABLE) {
+			*stop = e.code;
 			snprintf(why, size, "%.200s", e.msg);
 			return -1;
 		}
@@ -425,7 +428,7 @@ static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine
 	char why[sizeof(dm->rwhy)];
 	long long t0 = docker_now_ms();
 	struct rn_hello h;
-	bool gone;
+	int stop;
 
 	if (dm->conn) {
 		runner_obituary(ctx, m, dm);
@@ -433,9 +436,9 @@ static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine
 		dm->conn = NULL;
 		dm->restarts++;
 	}
-	if (runner_start(ctx, m, dm, &dm->conn, why, sizeof(why), &gone) < 0) {
-		if (gone)
-			return ctx->host->errf(err, SG_E_GONE, "%s", why);
+	if (runner_start(ctx, m, dm, &dm->conn, why, sizeof(why), &stop) < 0) {
+		if (stop != SG_E_OK)
+			return ctx->host->errf(err, stop, "%s", why);
 		dm->rstate = DOCKER_RUNNER_FALLBACK;
 		snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "the runner cannot run in "

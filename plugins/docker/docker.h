@@ -65,6 +65,9 @@ struct docker_ctx {
 	char bin_why[256];               /* why there is none */
 };
 
+/* Temporary files of failed writes a machine remembers for later removal. */
+#define DOCKER_STALE_MAX 8
+
 /* Where a machine's runner stands. */
 enum docker_runner_state {
 	DOCKER_RUNNER_IDLE = 0,    /* not started yet */
@@ -87,6 +90,10 @@ struct docker_machine {
 	unsigned restarts;
 	long long start_ms;             /* how long the last start took */
 	struct rnc_state code;          /* its kernels' runners (code.c) */
+	pthread_mutex_t slock;          /* guards stale[] */
+	char *stale[DOCKER_STALE_MAX];  /* temporary files of failed writes not
+					   removed then (the engine was down);
+					   owned, see docker_stale_drop() */
 };
 
 /* Returns the context of a machine made by this plugin, or NULL (err filled). */
@@ -206,6 +213,13 @@ int docker_rstream_close(struct docker_rstream *rs, int *exit_code);
 /* run_code on the runner's kernels (a kernel per container and language);
  * SG_E_NOTSUP without a runner or for another language (the core runs it). */
 sg_run_code_fn docker_run_code;
+
+/* ---- files.c ------------------------------------------------------------------ */
+
+/* Removes the temporary files of earlier failed writes in m that could not
+ * be removed then (the engine was down); called before m's next exec.  What
+ * still cannot be removed is kept for the next try. */
+void docker_stale_drop(struct docker_ctx *ctx, const struct sg_machine *m);
 
 /* ---- machine.c --------------------------------------------------------------- */
 

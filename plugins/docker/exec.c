@@ -597,7 +597,10 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 		       struct sg_call *call, struct sg_exec_result *res,
 		       struct sg_err *err)
 {
-	int rc = docker_runner_exec(ctx, m, r, command, call, res, err);
+	int rc;
+
+	docker_stale_drop(ctx, m);
+	rc = docker_runner_exec(ctx, m, r, command, call, res, err);
 
 	return rc == 1 ? docker_run(ctx, m->id, r, call, res, err) : rc;
 }

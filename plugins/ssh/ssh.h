@@ -192,6 +192,9 @@ struct ssh_runner {
 };
 
 /* The connections to one target. */
+/* Temporary files of failed writes a pool remembers for later removal. */
+#define SSH_STALE_MAX 8
+
 struct ssh_pool {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_target target;
@@ -203,6 +206,10 @@ struct ssh_pool {
 					     connections start with it */
 	bool off_warned;                  /* host_key_policy = off was logged */
 	struct ssh_runner runner;
+	char *stale[SSH_STALE_MAX];       /* temporary files of failed writes whose
+					     session died before it removed them:
+					     the next SFTP session does (owned,
+					     under lock) */
 	struct ssh_pool *next;
 };
 

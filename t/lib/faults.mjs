@@ -22,12 +22,10 @@ import { runningExecs } from './engine.mjs';
 
 const execFileP = promisify(execFile);
 
-/** Command lines of host processes matching re (pgrep -af, never this test's own). */
+/** Command lines of this host's processes that match re (ps -eo args; never ps itself). */
 export async function hostProcs(re) {
-  let out = '';
-  try { out = (await execFileP('pgrep', ['-af', re.source])).stdout; } catch { /* none: exit 1 */ }
-  return out.split('\n').filter(Boolean).filter((l) => !l.includes('pgrep')
-    && Number(l.split(' ')[0]) !== process.pid);
+  const { stdout } = await execFileP('ps', ['-eo', 'args='], { maxBuffer: 16 << 20 });
+  return stdout.split('\n').map((l) => l.trim()).filter((l) => l && re.test(l) && !/^ps -eo/.test(l));
 }
 
 /** Names in a listing that are sandgate's temporary files (docker, ssh and fc forms). */

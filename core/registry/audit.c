@@ -269,19 +269,34 @@ static void row_free(struct row *r)
 	free(r);
 }
 
+/* sandbox_env's params: those under "params" and those given flat next to
+ * "action", as {"params": {...}}.  New reference. */
+static json_t *env_details_src(json_t *args)
+{
+	json_t *p = json_object_get(args, "params"), *all, *v;
+	const char *k;
+
+	all = json_is_object(p) ? json_copy(p) : json_object();
+	json_object_foreach(args, k, v)
+		if (strcmp(k, "action") && strcmp(k, "params") && !json_object_get(all, k))
+			json_object_set(all, k, v);
+	return json_pack("{s:o}", "params", all);
+}
+
 /* The details column: the arguments with contents and secrets replaced
  * (sandbox_env: its params). */
 static void row_details(struct row *r)
 {
-	json_t *src = r->args, *details;
+	json_t *src = NULL, *details;
 
 	if (r->details)
 		return;
-	if (!strcmp(r->tool, "sandbox_env"))
-		src = json_object_get(r->args, "params");
+	if (r->args)
+		src = !strcmp(r->tool, "sandbox_env") ? env_details_src(r->args) : json_incref(r->args);
 	details = src ? sg_audit_redact(src) : json_object();
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
+	json_decref(src);
 	json_decref(r->args);
 	r->args = NULL;
 }

@@ -87,6 +87,8 @@ static int tool_create(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 			    "status", "running", "url", e->m.url, "backend", e->m.backend->name,
 			    "template", e->m.template_name, "workspace", e->m.workspace,
 			    "timeout", (int)timeout);
+	if (e->report) /* the backend's facts: isolation, limits */
+		json_object_set(*result, "details", e->report);
 	ret = 0;
 out:
 	sg_machine_put(e);

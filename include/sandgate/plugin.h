@@ -1,5 +1,5 @@
 /*
- * sandgate backend plugin ABI 2.0.
+ * sandgate backend plugin ABI 2.1.
  *
  * A backend is a shared object (docker.so, ssh.so, fc.so, local.so, yours)
  * that exports exactly one data symbol, `sg_backend`, of type
@@ -226,7 +226,8 @@ struct sg_host_api {
 	 * record, in place of what was kept before; machine_attach gets it
 	 * back.  For what the backend cannot read off the machine itself (the
 	 * SSH target a directory lives on).  Never put secrets in it.  Call it
-	 * from machine_create or machine_attach.  Returns 0 or -1 (not an
+	 * from machine_create or machine_attach, or (since 2.1) from an action
+	 * handler on the machine it was given.  Returns 0 or -1 (not an
 	 * object, or the record could not be written). */
 	int (*machine_keep)(struct sg_machine *m, const json_t *data);
 
@@ -258,7 +259,35 @@ struct sg_host_api {
 	 * scoping what a backend keeps per caller (directories, networks).
 	 * "" for a NULL call.  Borrowed, valid while the call runs. */
 	const char *(*call_credential)(const struct sg_call *call);
+
+	/* --- ABI 2.1: append only; read with SG_HOST_HAS() ------------------- */
+
+	/* The persistent machines of backend `self` that the caller of `call`
+	 * may use (its credential's and the operator's shared ones), from the
+	 * core's machine record, oldest first: a new array (the caller's
+	 * reference) of {name, id, purpose, template, workspace, created (unix
+	 * seconds), shared (bool: another credential's, shared with all)}.
+	 * For an action that lists a backend's machines as the caller sees
+	 * them (docker_ps).  NULL for a NULL call. */
+	json_t *(*call_machines)(struct sg_call *call, const struct sg_backend *self);
+
+	/* How many credentials this server serves: 1 for stdio, `sandgate call`
+	 * and an HTTP server without bearer tokens, else the number of tokens.
+	 * A backend that keeps things apart per credential (directories,
+	 * networks: call_credential) may keep one plain layout when it is 1. */
+	unsigned (*credentials)(void);
+
+	/* Facts about m a user should see (its isolation, its limits): a copy of
+	 * `facts` (a JSON object, borrowed) is returned by create_sandbox as
+	 * `details`.  Call from machine_create or machine_attach.  Never put
+	 * secrets in it.  Returns 0 or -1 (not an object, out of memory). */
+	int (*machine_report)(struct sg_machine *m, const json_t *facts);
 };
+
+/* True when the core's host API `h` has slot `field` (appended after 2.0). */
+#define SG_HOST_HAS(h, field) \
+	((h)->size >= offsetof(struct sg_host_api, field) + sizeof((h)->field) && \
+	 (h)->field != NULL)
 
 /* ---- machines ------------------------------------------------------------ */
 

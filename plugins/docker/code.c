@@ -27,7 +27,7 @@ int docker_run_code(struct sg_machine *m, const struct sg_code_req *req, struct 
 	if (!rnc_language(req->language))
 		return ctx->host->errf(err, SG_E_NOTSUP, "docker: no %s kernel",
 				       req->language);
-	rc = docker_runner_get(ctx, m, &c, err);
+	rc = rnc_site_get(&dm->site, &c, err);
 	if (rc < 0)
 		return -1;
 	if (rc > 0)

@@ -623,7 +623,7 @@ void kernel_exec(struct runner *r, uint32_t id, const unsigned char *payload, si
 	struct kernel *k;
 	char why[160];
 
-	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id)) {
+	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id) || file_has_id(r, id)) {
 		rn_send_error(r, id, "request id %u is 0 or already running", id);
 		return;
 	}

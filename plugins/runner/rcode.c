@@ -12,13 +12,13 @@
 
 static const char *const rnc_names[RNC_LANGS] = { "python", "javascript" };
 
-void rnc_state_init(struct rnc_state *st)
+void rnc_kstate_init(struct rnc_kstate *st)
 {
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_init(&st->lock, NULL);
 }
 
-void rnc_state_fini(struct rnc_state *st)
+void rnc_kstate_fini(struct rnc_kstate *st)
 {
 	pthread_mutex_destroy(&st->lock);
 }
@@ -99,7 +99,7 @@ static void rnc_fill(const struct sg_host_api *host, struct rn_kernel_result *kr
 }
 
 /* A kernel lost with its runner is a restart the runner cannot see. */
-static void rnc_track(struct rnc_state *st, int idx, unsigned long gen, bool reset,
+static void rnc_track(struct rnc_kstate *st, int idx, unsigned long gen, bool reset,
 		      struct sg_code_result *res)
 {
 	unsigned long before;
@@ -137,7 +137,7 @@ static int rnc_failed(const struct sg_host_api *host, const char *plugin, struct
 }
 
 int rnc_run(const struct sg_host_api *host, const char *plugin, struct rn_conn *c,
-	    unsigned long gen, struct rnc_state *st, const char *scope,
+	    unsigned long gen, struct rnc_kstate *st, const char *scope,
 	    const struct sg_machine *m, const struct sg_code_req *req,
 	    struct sg_call *call, struct sg_code_result *res, struct sg_err *err)
 {

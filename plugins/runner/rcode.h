@@ -27,15 +27,15 @@
 
 /* What a plugin keeps per machine: which runner each language's kernel was
  * started on, so that a kernel lost with its runner (the runner died and
- * was started again) is reported as a restart.  rnc_state_init() before
- * use, rnc_state_fini() when the machine is released. */
-struct rnc_state {
+ * was started again) is reported as a restart.  rnc_kstate_init() before
+ * use, rnc_kstate_fini() when the machine is released. */
+struct rnc_kstate {
 	pthread_mutex_t lock;
 	unsigned long gen[RNC_LANGS]; /* the runner's generation + 1; 0: never ran */
 };
 
-void rnc_state_init(struct rnc_state *st);
-void rnc_state_fini(struct rnc_state *st);
+void rnc_kstate_init(struct rnc_kstate *st);
+void rnc_kstate_fini(struct rnc_kstate *st);
 
 /* True when the kernels run `language` ("python", "javascript"). */
 bool rnc_language(const char *language);
@@ -51,7 +51,7 @@ bool rnc_language(const char *language);
  * code was interrupted and the state kept), SG_E_IO (the runner connection
  * broke), SG_E_BACKEND (the runner refused the call: busy, too large). */
 int rnc_run(const struct sg_host_api *host, const char *plugin, struct rn_conn *c,
-	    unsigned long gen, struct rnc_state *st, const char *scope,
+	    unsigned long gen, struct rnc_kstate *st, const char *scope,
 	    const struct sg_machine *m, const struct sg_code_req *req,
 	    struct sg_call *call, struct sg_code_result *res, struct sg_err *err);
 

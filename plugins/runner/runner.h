@@ -129,6 +129,7 @@ struct runner {
 	size_t n_drains;
 	struct kernel *kernels;   /* at most RN_KERNELS_MAX */
 	size_t n_kernels;
+	struct fwrite *writes;    /* file writes in flight (files.c) */
 };
 
 /* ---- sandgate-runner.c ------------------------------------------------------ */
@@ -228,5 +229,22 @@ bool kernel_reaped(struct runner *r, pid_t pid, int wstatus);
 int kernel_tick(struct runner *r);
 /* The runner ends: every kernel's process group is killed. */
 void kernel_stop_all(struct runner *r);
+
+/* ---- files.c ----------------------------------------------------------------------- */
+
+struct fwrite;
+
+/* A FILE frame: answers at once (one FILE answer), or, for a WRITE, opens
+ * its temporary file and waits for its bytes; ERROR for a malformed one. */
+void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t len);
+/* True when id is a write in flight. */
+bool file_has_id(struct runner *r, uint32_t id);
+/* STDIN, STDIN_CLOSE (commit) and KILL (drop) for a write: false when id is
+ * none. */
+bool file_stdin(struct runner *r, uint32_t id, const unsigned char *data, size_t len);
+bool file_stdin_close(struct runner *r, uint32_t id);
+bool file_kill(struct runner *r, uint32_t id);
+/* The runner ends: every write in flight is dropped with its temporary file. */
+void file_stop_all(struct runner *r);
 
 #endif /* SG_RUNNER_RUNNER_H */

@@ -679,6 +679,16 @@ static json_t *docker_json_name(const char *s)
 	return j;
 }
 
+/* Seconds from find's %T@ ("1700000000.123"), which the sandbox prints: a
+ * number past int64 (or not a number) is 0, never an undefined
+ * conversion. */
+static json_int_t docker_mtime(const char *s)
+{
+	double t = strtod(s, NULL);
+
+	return t > -9.2e18 && t < 9.2e18 ? (json_int_t)t : 0;
+}
+
 static json_t *docker_list_entry(const char *dir, const char *f[5])
 {
 	char full[DOCKER_PATH_MAX * 2];
@@ -690,7 +700,7 @@ static json_t *docker_list_entry(const char *dir, const char *f[5])
 			 "type", docker_type_name(f[1][0]),
 			 "size", (json_int_t)strtoll(f[2], NULL, 10),
 			 "mode", (int)strtol(f[3], NULL, 8),
-			 "mtime", (json_int_t)strtod(f[4], NULL));
+			 "mtime", docker_mtime(f[4]));
 }
 
 static int docker_by_name(const void *a, const void *b)

@@ -252,9 +252,8 @@ export async function startEngine() {
   await run('ip', ['addr', 'add', br.cidr, 'dev', br.name]);
   await run('ip', ['link', 'set', br.name, 'up']);
   const t0 = Date.now();
-  await startContainerd();
-  await e.start();
-  const tar = await buildRootfs(dir);
+  // the root filesystem is built while the engine starts
+  const [tar] = await Promise.all([buildRootfs(dir), (async () => { await startContainerd(); await e.start(); })()]);
   await run('docker', ['-H', e.engineHost, 'import', '-c', 'WORKDIR /workspace',
     '-c', 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8',
     '-c', 'CMD ["/bin/sleep","infinity"]', tar, IMAGE]);

@@ -62,7 +62,7 @@ static const char usage_text[] =
 	"Options:\n"
 	"  --config PATH           configuration file (default: $SANDGATE_CONFIG,\n"
 	"                          ~/.config/sandgate/sandgate.ini, /etc/sandgate/sandgate.ini)\n"
-	"  --set SECTION.KEY=VALUE override one configuration key (repeatable)\n"
+	"  --set SECTION.KEY=VALUE override one configuration key (repeatable)\n"	"  --tools all|cloud|env   tool families served (the same as --set server.tools=...)\n"
 	"  --version               print the version\n"
 	"  --help                  print this help\n"
 	"\n"
@@ -125,6 +125,14 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 			else if (!strcmp(a, "--sandbox-id"))
 				c->sandbox_id = argv[++i];
 			else if (sg_config_set_override(argv[++i], &err) < 0)
+				return usage_error("%s", err.msg);
+		} else if (!strcmp(a, "--tools")) {
+			char set[64];
+
+			if (i + 1 >= argc)
+				return usage_error("option '%s' needs a value (all, cloud or env)", a);
+			snprintf(set, sizeof(set), "server.tools=%.40s", argv[++i]);
+			if (sg_config_set_override(set, &err) < 0)
 				return usage_error("%s", err.msg);
 		} else if (!strcmp(a, "--keep")) {
 			c->keep = true;
@@ -331,6 +339,11 @@ static int run_call(const struct cli *c)
 	char owner[64];
 	int rc;
 
+	if (!tool && sg_tool_unserved_family(c->tool)) {
+		fprintf(stderr, "sandgate: tool '%s' is in the %s family, not served: [server] tools = %s; use --tools all\n",
+			c->tool, sg_tool_unserved_family(c->tool), sg_config_get("server", "tools"));
+		return EXIT_USAGE;
+	}
 	if (!tool) {
 		fprintf(stderr, "sandgate: unknown tool '%s': run 'sandgate tools' for the list\n", c->tool);
 		return EXIT_USAGE;

@@ -56,6 +56,8 @@ static const struct sg_config_key server_keys[] = {
 	  .help = "seconds an idle HTTP session lives before it and its sandboxes are reaped" },
 	{ .key = "max_sessions", .def = "100", .accepts = "uint",
 	  .help = "concurrent HTTP sessions; more get 503" },
+	{ .key = "tools", .def = "all", .accepts = "all|cloud|env",
+	  .help = "tool families served: all, cloud (the seven sandbox tools) or env (shells, files, sandbox_env, the audit query)" },
 	{ .key = "max_calls", .def = "256", .accepts = "uint",
 	  .help = "tool calls served at once across all sessions" },
 	{ .key = "max_message_bytes", .def = "268435456", .accepts = "uint",

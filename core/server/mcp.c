@@ -187,9 +187,16 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 				    "tools/call needs params.name (a string): call tools/list for the names", NULL);
 	tool = sg_tool_find(name);
 	if (!tool) {
+		const char *family = sg_tool_unserved_family(name);
 		char msg[256];
 
-		snprintf(msg, sizeof(msg), "unknown tool '%.64s': call tools/list for the available tools", name);
+		if (family)
+			snprintf(msg, sizeof(msg),
+				 "tool '%.64s' is not served here: it is in the %s family and this server has [server] "
+				 "tools = %s (call tools/list for the tools served)",
+				 name, family, sg_config_get("server", "tools"));
+		else
+			snprintf(msg, sizeof(msg), "unknown tool '%.64s': call tools/list for the available tools", name);
 		return sg_rpc_error(m->id, SG_RPC_INVALID_PARAMS, msg, NULL);
 	}
 	if (args && !json_is_object(args) && !json_is_null(args))

@@ -19,10 +19,6 @@
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
-#define WORKSPACE_NOTE \
-	"Relative paths and the default working directory are the sandbox's workspace " \
-	"(create_sandbox returns it; /workspace on most backends)."
-
 /* Bytes a read or write may move, [sandbox] max_file_bytes. */
 static size_t file_cap(void)
 {
@@ -327,121 +323,107 @@ static int tool_kill(struct sg_tool_ctx *t, json_t *args, json_t **result, struc
 
 /* ---- the table ---------------------------------------------------------------- */
 
-/* The backend property names the plugins actually loaded, each with its
- * one-line summary. */
+/* The backend property: an enum of the plugins actually loaded (their
+ * summaries are in sandbox_env's help, not paid for on every turn). */
 static void create_schema(json_t *schema)
 {
 	json_t *props = json_object_get(schema, "properties"), *names = json_array(), *prop;
-	struct sg_buf d = { 0 };
-	static const char tail[] = "; omitted: the server's default backend";
 
-	sg_buf_append(&d, "Backend plugin: ", 16);
-	for (struct sg_plugin *p = sg_plugin_first(); p; p = p->next) {
-		char *one = sg_xasprintf("%s%s (%s)", json_array_size(names) ? "; " : "", p->b->name,
-					 p->b->summary ? p->b->summary : "no summary");
-
+	for (struct sg_plugin *p = sg_plugin_first(); p; p = p->next)
 		json_array_append_new(names, json_string(p->b->name));
-		sg_buf_append(&d, one, strlen(one));
-		free(one);
-	}
-	sg_buf_append(&d, tail, sizeof(tail) - 1);
-	prop = json_pack("{s:s, s:s%}", "type", "string", "description", d.data, d.len);
+	prop = json_pack("{s:s, s:s}", "type", "string", "description", "Omit for default");
 	if (json_array_size(names))
 		json_object_set(prop, "enum", names);
 	json_object_set_new(props, "backend", prop);
 	json_decref(names);
-	sg_buf_release(&d);
 }
 
-#define SANDBOX_ID_PROP \
-	"\"sandbox_id\": {\"type\": \"string\", \"description\": \"Sandbox ID; omitted uses the session's default sandbox (created on first use)\"}"
+/* The schemas are compact JSON: tools/list is read by the model on every
+ * turn (issue budget: 8 KiB for all tools, doc/tools.md). */
+#define STR(d) "{\"type\":\"string\",\"description\":\"" d "\"}"
+#define SANDBOX_ID "\"sandbox_id\":" STR("Omit for default")
+#define ENVS(d) "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"" d "\"}"
+#define ENCODING(d) "{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"default\":\"utf-8\",\"description\":\"" d "\"}"
+#define CLOSED "},\"additionalProperties\":false}"
+#define OUT(props) "{\"type\":\"object\",\"properties\":{" props ",\"sandbox_id\":{\"type\":\"string\"}}}"
+#define T_STR "{\"type\":\"string\"}"
+#define T_INT "{\"type\":\"integer\"}"
+#define T_BOOL "{\"type\":\"boolean\"}"
+#define T_ARR "{\"type\":\"array\"}"
+#define READ_ONLY "{\"readOnlyHint\":true,\"openWorldHint\":false}"
+#define OUT_RUN "\"stdout\":" T_STR ",\"stderr\":" T_STR ",\"exit_code\":" T_INT ",\"timed_out\":" T_BOOL
 
 static const struct sg_tool cloud_tools[] = {
-	{ "create_sandbox",
-	  "Create a sandbox and make it the session's default. Later calls that omit sandbox_id use it; "
-	  "earlier sandboxes stay alive until kill_sandbox or the end of the session. " WORKSPACE_NOTE,
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"template\": {\"type\": \"string\", \"description\": \"Template name (Docker: an image alias from [docker] template.NAME); omitted uses the server's default template\"},"
-	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"sandbox.timeout\"}, \"description\": \"Idle lifetime in seconds: each use moves the expiry to now plus this\"},"
-	  "\"envs\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Environment variables for every command in the sandbox\"},"
-	  "\"backend\": {\"type\": \"string\", \"description\": \"Backend plugin; omitted uses the server's default backend\"}"
-	  "}, \"additionalProperties\": false}",
-	  tool_create, create_schema },
-	{ "run_code",
-	  "Run code in the sandbox. python and javascript run in a kernel kept per sandbox and language: "
-	  "names, imports, functions and the working directory persist from call to call (stateful), the value "
-	  "of the last expression comes back in results as text (E2B's execute_result), matplotlib figures as "
-	  "images (png), an exception in error {name, value, traceback}. shell runs in the sandbox's persistent "
-	  "bash (the one sandbox_shell_exec uses: cwd, variables and functions persist). typescript (Node >= 22.6 "
-	  "with type stripping, or tsx, ts-node, deno, bun) and r (Rscript) run once per call, not stateful; a "
-	  "sandbox without what a language needs gets an error naming it. Where the sandbox has no kernel "
-	  "(a backend without one, its runner turned off) the code runs once per call too: the result says "
-	  "stateful: false. timeout interrupts the code and keeps the state (timed_out: true); reset: true "
-	  "discards the state first; a kernel that died (os._exit, out of memory) is replaced on the next call, "
-	  "which says kernel_restarted: true and why. Returns stdout, stderr, exit_code (0, 1 for an error, 124 "
-	  "for a timeout), results, error, output_files (files the code wrote in the workspace), kernel_restarted, "
-	  "timed_out, stateful, interpreter. Uses the default sandbox when sandbox_id is omitted.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"code\": {\"type\": \"string\", \"description\": \"Code to run\"},"
-	  "\"language\": {\"type\": \"string\", \"enum\": [\"python\", \"javascript\", \"shell\", \"typescript\", \"r\"], \"default\": \"python\", "
-	  "\"description\": \"python (stateful kernel; needs python3 >= 3.8, figures need matplotlib), javascript (stateful kernel; needs node >= 18), "
-	  "shell (the persistent bash), typescript (one run per call; needs Node >= 22.6 or tsx, ts-node, deno, bun), r (one run per call; needs Rscript)\"},"
-	  SANDBOX_ID_PROP ","
-	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"sandbox.code_timeout\"}, \"description\": \"Seconds; then the code is interrupted and the state kept\"},"
-	  "\"reset\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Discard the language's state (a fresh kernel or shell) before running\"}"
-	  "}, \"required\": [\"code\"], \"additionalProperties\": false}",
-	  sg_tool_run_code },
-	{ "run_command",
-	  "Run a shell command (/bin/sh -c) in the sandbox. A non-zero exit is reported in exit_code, not as an error; "
-	  "on timeout the command's whole process group is killed and timed_out is true with the partial output. "
-	  "Uses the default sandbox when sandbox_id is omitted. " WORKSPACE_NOTE,
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"command\": {\"type\": \"string\", \"description\": \"Shell command\"},"
-	  SANDBOX_ID_PROP ","
-	  "\"cwd\": {\"type\": \"string\", \"description\": \"Working directory; omitted uses the workspace\"},"
-	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"sandbox.command_timeout\"}, \"description\": \"Timeout in seconds\"},"
-	  "\"envs\": {\"type\": \"object\", \"additionalProperties\": {\"type\": \"string\"}, \"description\": \"Extra environment variables for this command\"}"
-	  "}, \"required\": [\"command\"], \"additionalProperties\": false}",
-	  tool_run_command },
-	{ "read_file",
-	  "Read a file from the sandbox. Text comes back as UTF-8; bytes that are not valid UTF-8 come back "
-	  "base64-encoded with encoding \"base64\". Uses the default sandbox when sandbox_id is omitted. " WORKSPACE_NOTE,
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"path\": {\"type\": \"string\", \"description\": \"File path (absolute, or relative to the workspace)\"},"
-	  SANDBOX_ID_PROP ","
-	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"utf-8\", \"base64\"], \"default\": \"utf-8\", \"description\": \"utf-8 for text, base64 for bytes\"}"
-	  "}, \"required\": [\"path\"], \"additionalProperties\": false}",
-	  tool_read_file },
-	{ "write_file",
-	  "Create or overwrite a file in the sandbox, atomically (readers see the old or the new content, never a mix); "
-	  "missing parent directories are created and an existing file keeps its mode and owner. "
-	  "Uses the default sandbox when sandbox_id is omitted. " WORKSPACE_NOTE,
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"path\": {\"type\": \"string\", \"description\": \"File path (absolute, or relative to the workspace)\"},"
-	  "\"content\": {\"type\": \"string\", \"description\": \"File content\"},"
-	  SANDBOX_ID_PROP ","
-	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"utf-8\", \"base64\"], \"default\": \"utf-8\", \"description\": \"How content is encoded: utf-8 text or base64 bytes\"}"
-	  "}, \"required\": [\"path\", \"content\"], \"additionalProperties\": false}",
-	  tool_write_file },
-	{ "list_files",
-	  "List the files and subdirectories of a directory in the sandbox. Uses the default sandbox when "
-	  "sandbox_id is omitted. " WORKSPACE_NOTE,
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"path\": {\"type\": \"string\", \"description\": \"Directory path; omitted lists the workspace\"},"
-	  SANDBOX_ID_PROP
-	  "}, \"additionalProperties\": false}",
-	  tool_list_files },
-	{ "kill_sandbox",
-	  "Destroy a sandbox: the one given by sandbox_id, or the session's default when omitted (an error when "
-	  "there is none).",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"sandbox_id\": {\"type\": \"string\", \"description\": \"Sandbox ID to destroy; omitted destroys the default sandbox\"}"
-	  "}, \"additionalProperties\": false}",
-	  tool_kill },
+	{ .name = "create_sandbox",
+	  .description = "Create a sandbox; it becomes the session's default.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"template\":" STR("Omit for default") ","
+			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"sandbox.timeout\"},\"description\":\"Idle lifetime (s)\"},"
+			  "\"envs\":" ENVS("Env of every command") ","
+			  "\"backend\":" STR("Omit for default") CLOSED,
+	  .fn = tool_create,
+	  .schema_hook = create_schema,
+	  .annotations = "{\"destructiveHint\":false,\"openWorldHint\":false}",
+	  .output_schema = OUT("\"backend\":" T_STR ",\"workspace\":" T_STR) },
+	{ .name = "run_code",
+	  .description = "Run code in a sandbox; python and javascript keep state between calls.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"code\":" STR("Code to run") ","
+			  "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\",\"shell\",\"typescript\",\"r\"],\"default\":\"python\","
+			  "\"description\":\"python, javascript: stateful; typescript needs Node 22.6+, r Rscript\"},"
+			  SANDBOX_ID ","
+			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"sandbox.code_timeout\"},\"description\":\"Seconds\"},"
+			  "\"reset\":{\"type\":\"boolean\",\"description\":\"Fresh state first\"}"
+			  "},\"required\":[\"code\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_run_code,
+	  	  .output_schema = OUT(OUT_RUN ",\"stateful\":" T_BOOL ",\"results\":" T_ARR) },
+	{ .name = "run_command",
+	  .description = "Run a shell command (/bin/sh -c) in a sandbox; a non-zero exit is in exit_code.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"command\":" STR("Shell command") ","
+			  SANDBOX_ID ","
+			  "\"cwd\":" STR("Default: the workspace") ","
+			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"sandbox.command_timeout\"},\"description\":\"Seconds\"},"
+			  "\"envs\":" ENVS("Extra env") "},\"required\":[\"command\"],\"additionalProperties\":false}",
+	  .fn = tool_run_command,
+	  	  .output_schema = OUT(OUT_RUN) },
+	{ .name = "read_file",
+	  .description = "Read a file from a sandbox (base64 if not UTF-8).",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"path\":" STR("File path") ","
+			  SANDBOX_ID ","
+			  "\"encoding\":" ENCODING("utf-8 or base64") "},\"required\":[\"path\"],\"additionalProperties\":false}",
+	  .fn = tool_read_file,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT("\"path\":" T_STR ",\"content\":" T_STR ",\"encoding\":" T_STR) },
+	{ .name = "write_file",
+	  .description = "Write a file in a sandbox, atomically.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"path\":" STR("File path") ","
+			  "\"content\":" STR("The whole content") ","
+			  SANDBOX_ID ","
+			  "\"encoding\":" ENCODING("utf-8 or base64") "},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
+	  .fn = tool_write_file,
+	  .annotations = "{\"idempotentHint\":true,\"openWorldHint\":false}",
+	  .output_schema = OUT("\"path\":" T_STR ",\"bytes_written\":" T_INT) },
+	{ .name = "list_files",
+	  .description = "List a directory in a sandbox.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"path\":" STR("Default: the workspace") ","
+			  SANDBOX_ID CLOSED,
+	  .fn = tool_list_files,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT("\"path\":" T_STR ",\"files\":" T_ARR) },
+	{ .name = "kill_sandbox",
+	  .description = "Destroy a sandbox.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{" SANDBOX_ID CLOSED,
+	  .fn = tool_kill,
+	  .annotations = "{\"idempotentHint\":true,\"openWorldHint\":false}",
+	  .output_schema = OUT("\"success\":" T_BOOL) },
 };
 
 void sg_tools_init(void)
 {
-	sg_tools_register(cloud_tools, sizeof(cloud_tools) / sizeof(cloud_tools[0]));
+	sg_tools_register_family(SG_TOOLS_CLOUD, cloud_tools, sizeof(cloud_tools) / sizeof(cloud_tools[0]));
 	sg_tools_env_init();
 }

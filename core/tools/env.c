@@ -110,116 +110,125 @@ static void search_schema(json_t *schema)
 	prop_set(schema, "limit", "default", sg_env_files_limit("default_search_limit", 50));
 }
 
-#define MACHINE_PROP \
-	"\"machine\": {\"type\": \"string\", \"description\": \"Machine: a sandbox_id from create_sandbox or a persistent machine's name; omitted uses the session's default machine (created on first use)\"}"
+/* Compact JSON, as the cloud tools' (core/tools/cloud.c): every byte of
+ * tools/list is read by the model on every turn. */
+#define STR(d) "{\"type\":\"string\",\"description\":\"" d "\"}"
+#define INT(d) "{\"type\":\"integer\",\"description\":\"" d "\"}"
+#define MACHINE "\"machine\":" STR("Omit for default")
+#define CLOSED "},\"additionalProperties\":false}"
+#define OUT(props) "{\"type\":\"object\",\"properties\":{" props "}}"
+#define T_STR "{\"type\":\"string\"}"
+#define READ_ONLY "{\"readOnlyHint\":true,\"openWorldHint\":false}"
+#define OUT_SHELL OUT("\"output\":" T_STR ",\"status\":" T_STR ",\"shell_id\":" T_STR)
 
 static const struct sg_tool env_tools[] = {
-	{ "sandbox_shell_exec",
-	  "Run a command in a persistent bash (cwd, exports and functions persist between calls; stderr is merged into "
-	  "output in order). wait=true (default) blocks until it finishes or timeout: then status is \"running\" and the "
-	  "command keeps going; follow it with sandbox_shell_read. wait=false returns once the command started. stdin is "
-	  "/dev/null. Output keeps head and tail when longer than max_output bytes. Results carry shell_id and bash_pid "
-	  "(a new bash_pid means a new shell: previous_shell says why).",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"command\": {\"type\": \"string\", \"description\": \"Shell command (bash)\"},"
-	  "\"shell_id\": {\"type\": \"string\", \"description\": \"Shell to run in; omitted uses the machine's default shell (machine is then ignored)\"},"
-	  MACHINE_PROP ","
-	  "\"wait\": {\"type\": \"boolean\", \"default\": true, \"description\": \"Wait for the command to finish (up to timeout)\"},"
-	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 0, \"default\": {\"config\": \"shell.timeout\"}, \"description\": \"Seconds to wait when wait=true; the command is not killed when it passes\"},"
-	  "\"max_output\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 50000, \"description\": \"Bytes of output returned; more keeps a head and the end\"}"
-	  "}, \"required\": [\"command\"], \"additionalProperties\": false}",
-	  sg_tool_shell_exec, exec_schema },
-	{ "sandbox_shell_read",
-	  "Read a shell's output that is new since the last exec or read, without blocking; status is idle, running, "
-	  "completed (with exit_code) or terminated. Give shell_id, or machine for its default shell.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"shell_id\": {\"type\": \"string\", \"description\": \"Shell to read\"},"
-	  MACHINE_PROP ","
-	  "\"max_output\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"Bytes of output returned (default: the exec's max_output)\"}"
-	  "}, \"additionalProperties\": false}",
-	  sg_tool_shell_read },
-	{ "sandbox_file_read",
-	  "Read a text file with line numbers (\"N|line\"), a page at a time: offset (1-based) and limit lines; works on "
-	  "files of any size. Binary files and images are reported, not dumped. Relative paths are under the machine's workspace.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"path\": {\"type\": \"string\", \"description\": \"File path\"},"
-	  MACHINE_PROP ","
-	  "\"offset\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 1, \"description\": \"First line (1-based)\"},"
-	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 2000, \"default\": 500, \"description\": \"Lines to read (at most [files] max_read_limit)\"}"
-	  "}, \"required\": [\"path\"], \"additionalProperties\": false}",
-	  sg_tool_file_read, read_schema },
-	{ "sandbox_file_write",
-	  "Write a file atomically (a temporary name, then rename), creating parent directories; an existing file keeps "
-	  "its mode and owner. .json, .yaml/.yml, .toml and .py content is checked first and an invalid one is not "
-	  "written (the error gives line and column).",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"path\": {\"type\": \"string\", \"description\": \"File path\"},"
-	  "\"content\": {\"type\": \"string\", \"description\": \"The whole new content\"},"
-	  MACHINE_PROP
-	  "}, \"required\": [\"path\", \"content\"], \"additionalProperties\": false}",
-	  sg_tool_file_write },
-	{ "sandbox_file_patch",
-	  "Edit a file. mode=replace: old_string -> new_string, matched exactly, else ignoring trailing whitespace, else "
-	  "ignoring indentation (the new text is re-indented); several matches need replace_all or more context. "
-	  "mode=patch: a unified diff (one or more files; hunks found at their line or nearby), applied by sandgate; "
-	  "nothing is written unless every hunk applies. Returns a diff of the change.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"mode\": {\"type\": \"string\", \"enum\": [\"replace\", \"patch\"], \"description\": \"replace or patch\"},"
-	  "\"path\": {\"type\": \"string\", \"description\": \"File to edit (replace mode; in patch mode it overrides the diff's path for a one-file diff)\"},"
-	  "\"old_string\": {\"type\": \"string\", \"description\": \"Text to replace (replace mode)\"},"
-	  "\"new_string\": {\"type\": \"string\", \"description\": \"Replacement (replace mode)\"},"
-	  "\"replace_all\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Replace every match\"},"
-	  "\"patch\": {\"type\": \"string\", \"description\": \"Unified diff (patch mode)\"},"
-	  MACHINE_PROP
-	  "}, \"required\": [\"mode\"], \"additionalProperties\": false}",
-	  sg_tool_file_patch },
-	{ "sandbox_file_search",
-	  "Search file contents (ripgrep, or grep when the machine has no rg) or find files by name. Symbolic links are "
-	  "not followed. output_mode: content (path, line, snippet, context lines), files_only, count; paged with limit and offset.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"pattern\": {\"type\": \"string\", \"description\": \"Regular expression (content) or file name glob (files)\"},"
-	  "\"search_type\": {\"type\": \"string\", \"enum\": [\"content\", \"files\"], \"default\": \"content\"},"
-	  MACHINE_PROP ","
-	  "\"path\": {\"type\": \"string\", \"default\": \".\", \"description\": \"Directory or file to search; . is the workspace\"},"
-	  "\"file_glob\": {\"type\": \"string\", \"description\": \"Only files matching this glob, e.g. *.py\"},"
-	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 50},"
-	  "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 0},"
-	  "\"output_mode\": {\"type\": \"string\", \"enum\": [\"content\", \"files_only\", \"count\"], \"default\": \"content\"},"
-	  "\"context\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 0, \"description\": \"Lines of context around each match\"}"
-	  "}, \"required\": [\"pattern\"], \"additionalProperties\": false}",
-	  sg_tool_file_search, search_schema },
-	{ "sandbox_env",
-	  "Environment management. action=help lists the operations (machines, shells) and one help topic per backend "
-	  "(<backend>_help, with its own actions); action=status shows the default machine, your machines and shells.",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"action\": {\"type\": \"string\", \"description\": \"help, status, or an action that help lists\"},"
-	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters; they may also be given flat, next to action\"}"
-	  "}, \"required\": [\"action\"], \"additionalProperties\": true}",
-	  sg_tool_env },
+	{ .name = "sandbox_shell_exec",
+	  .description = "Run a command in a persistent bash; past timeout it runs on (see sandbox_shell_read).",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"command\":" STR("Bash command") ","
+			  "\"shell_id\":" STR("Omit for default") ","
+			  MACHINE ","
+			  "\"wait\":{\"type\":\"boolean\",\"default\":true,\"description\":\"Wait up to timeout\"},"
+			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"shell.timeout\"},\"description\":\"Seconds to wait\"},"
+			  "\"max_output\":{\"type\":\"integer\",\"default\":50000,\"description\":\"Output bytes\"}"
+			  "},\"required\":[\"command\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_shell_exec,
+	  .schema_hook = exec_schema,
+	  	  .output_schema = OUT_SHELL },
+	{ .name = "sandbox_shell_read",
+	  .description = "Read a shell's new output without blocking.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"shell_id\":" STR("Omit for default") ","
+			  MACHINE ","
+			  "\"max_output\":" INT("Bytes returned") CLOSED,
+	  .fn = sg_tool_shell_read,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT_SHELL },
+	{ .name = "sandbox_file_read",
+	  .description = "Read a text file as numbered lines (\"N|line\"), a page at a time.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"path\":" STR("File path") ","
+			  MACHINE ","
+			  "\"offset\":{\"type\":\"integer\",\"default\":1,\"description\":\"First line, from 1\"},"
+			  "\"limit\":{\"type\":\"integer\",\"maximum\":2000,\"default\":500,\"description\":\"Lines\"}"
+			  "},\"required\":[\"path\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_file_read,
+	  .schema_hook = read_schema,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT("\"status\":" T_STR ",\"path\":" T_STR) },
+	{ .name = "sandbox_file_write",
+	  .description = "Write a file atomically; invalid .json, .yaml, .toml or .py is refused.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"path\":" STR("File path") ","
+			  "\"content\":" STR("The whole content") ","
+			  MACHINE "},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_file_write,
+	  .annotations = "{\"idempotentHint\":true,\"openWorldHint\":false}",
+	  .output_schema = OUT("\"status\":" T_STR ",\"path\":" T_STR ",\"bytes_written\":{\"type\":\"integer\"}") },
+	{ .name = "sandbox_file_patch",
+	  .description = "Edit a file: replace a string, or apply a unified diff.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"mode\":{\"type\":\"string\",\"enum\":[\"replace\",\"patch\"],\"description\":\"replace or patch\"},"
+			  "\"path\":" STR("File") ","
+			  "\"old_string\":" STR("Text to replace") ","
+			  "\"new_string\":" STR("Replacement") ","
+			  "\"replace_all\":{\"type\":\"boolean\",\"description\":\"Every match\"},"
+			  "\"patch\":" STR("Unified diff") ","
+			  MACHINE "},\"required\":[\"mode\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_file_patch,
+	  .annotations = "{\"openWorldHint\":false}",
+	  .output_schema = OUT("\"status\":" T_STR) },
+	{ .name = "sandbox_file_search",
+	  .description = "Search file contents by regex, or find files by name glob.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"pattern\":" STR("Regex, or name glob") ","
+			  "\"search_type\":{\"type\":\"string\",\"enum\":[\"content\",\"files\"],\"default\":\"content\",\"description\":\"Pattern kind\"},"
+			  MACHINE ","
+			  "\"path\":" STR("Directory or file") ","
+			  "\"file_glob\":" STR("Only files like *.py") ","
+			  "\"limit\":{\"type\":\"integer\",\"default\":50,\"description\":\"Results\"},"
+			  "\"offset\":{\"type\":\"integer\",\"description\":\"Results skipped\"},"
+			  "\"output_mode\":{\"type\":\"string\",\"enum\":[\"content\",\"files_only\",\"count\"],\"default\":\"content\",\"description\":\"Result form\"},"
+			  "\"context\":{\"type\":\"integer\",\"description\":\"Context lines\"}"
+			  "},\"required\":[\"pattern\"],\"additionalProperties\":false}",
+	  .fn = sg_tool_file_search,
+	  .schema_hook = search_schema,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT("\"status\":" T_STR ",\"type\":" T_STR) },
+	{ .name = "sandbox_env",
+	  .description = "Manage machines and shells; action help lists the actions.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"action\":" STR("help, status or another") ","
+			  "\"params\":{\"type\":\"object\",\"description\":\"Its params (or flat)\"}"
+			  "},\"required\":[\"action\"],\"additionalProperties\":true}",
+	  .fn = sg_tool_env,
+	  	  .output_schema = "{\"type\":\"object\"}" },
 };
 
 static const struct sg_tool audit_tool[] = {
-	{ "sandbox_audit_query",
-	  "Read the audit log (one row per tool call; file contents are stored only as SHA-256 and length). tail bounds "
-	  "the newest rows considered, the filters apply inside that window, start/end page the filtered rows (oldest first).",
-	  "{\"type\": \"object\", \"properties\": {"
-	  "\"tail\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 100000, \"default\": 5000},"
-	  "\"start\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 0},"
-	  "\"end\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"Default start+100\"},"
-	  "\"action\": {\"type\": \"string\"}, \"machine\": {\"type\": \"string\"}, \"status\": {\"type\": \"string\"},"
-	  "\"tool\": {\"type\": \"string\"},"
-	  "\"since\": {\"type\": \"number\", \"description\": \"ts >= since (unix seconds)\"},"
-	  "\"until\": {\"type\": \"number\", \"description\": \"ts < until (unix seconds)\"}"
-	  "}, \"additionalProperties\": false}",
-	  tool_audit_query },
+	{ .name = "sandbox_audit_query",
+	  .description = "Read the audit log of tool calls.",
+	  .input_schema = "{\"type\":\"object\",\"properties\":{"
+			  "\"tail\":{\"type\":\"integer\",\"default\":5000,\"description\":\"Newest rows searched\"},"
+			  "\"start\":{\"type\":\"integer\",\"description\":\"First row\"},"
+			  "\"end\":" INT("Default start+100") ","
+			  "\"action\":" STR("Action") ","
+			  "\"machine\":" STR("Machine") ","
+			  "\"status\":" STR("Status") ","
+			  "\"tool\":" STR("Tool") ","
+			  "\"since\":{\"type\":\"number\",\"description\":\"From (unix s)\"},"
+			  "\"until\":{\"type\":\"number\",\"description\":\"Before (unix s)\"}" CLOSED,
+	  .fn = tool_audit_query,
+	  .annotations = READ_ONLY,
+	  .output_schema = OUT("\"records\":{\"type\":\"array\"},\"total\":{\"type\":\"integer\"}") },
 };
 
 void sg_tools_env_init(void)
 {
 	sg_shell_init();
-	sg_tools_register(env_tools, sizeof(env_tools) / sizeof(env_tools[0]));
+	sg_tools_register_family(SG_TOOLS_ENV, env_tools, sizeof(env_tools) / sizeof(env_tools[0]));
 	if (sg_audit_file_backed())
-		sg_tools_register(audit_tool, 1);
+		sg_tools_register_family(SG_TOOLS_ENV, audit_tool, 1);
 }
 
 void sg_tools_env_fini(void)

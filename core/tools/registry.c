@@ -20,7 +20,10 @@
 #define SG_TOOLS_MAX 64
 
 static const struct sg_tool *tools[SG_TOOLS_MAX];
+static const char *families[SG_TOOLS_MAX]; /* NULL: served whatever [server] tools says */
 static json_t *schemas[SG_TOOLS_MAX];
+static json_t *annotations[SG_TOOLS_MAX];
+static json_t *out_schemas[SG_TOOLS_MAX];
 static size_t n_tools;
 static json_t *tools_list;
 /* The serialised tools/list result, so HTTP does not re-dump it per request
@@ -39,37 +42,77 @@ static void tools_text_clear(void)
 	pthread_mutex_unlock(&tools_text_lock);
 }
 
-void sg_tools_register(const struct sg_tool *family, size_t n)
+/* Parses one of a tool's JSON texts; NULL text gives NULL. */
+static json_t *tool_json(const struct sg_tool *t, const char *what, const char *text)
+{
+	json_error_t jerr;
+	json_t *j;
+
+	if (!text)
+		return NULL;
+	j = json_loads(text, 0, &jerr);
+	if (!json_is_object(j)) {
+		SG_ERROR("tool '%s': %s is not a JSON object: %s (line %d)", t->name, what, jerr.text,
+			 jerr.line);
+		abort();
+	}
+	return j;
+}
+
+void sg_tools_register_family(const char *family, const struct sg_tool *list, size_t n)
 {
 	for (size_t i = 0; i < n && n_tools < SG_TOOLS_MAX; i++) {
-		json_error_t jerr;
-		json_t *schema = json_loads(family[i].input_schema, 0, &jerr);
+		const struct sg_tool *t = &list[i];
 
-		if (!json_is_object(schema)) {
-			SG_ERROR("tool '%s': input schema is not a JSON object: %s (line %d)",
-				 family[i].name, jerr.text, jerr.line);
-			abort();
-		}
-		schemas[n_tools] = schema;
-		tools[n_tools++] = &family[i];
+		/* Every tool has an input schema: "" fails as a missing one. */
+		schemas[n_tools] = tool_json(t, "input schema", t->input_schema ? t->input_schema : "");
+		annotations[n_tools] = tool_json(t, "annotations", t->annotations);
+		out_schemas[n_tools] = tool_json(t, "output schema", t->output_schema);
+		families[n_tools] = family;
+		tools[n_tools++] = t;
 	}
 	tools_text_clear();
+}
+
+void sg_tools_register(const struct sg_tool *list, size_t n)
+{
+	sg_tools_register_family(NULL, list, n);
 }
 
 void sg_tools_fini(void)
 {
 	sg_tools_env_fini();
-	for (size_t i = 0; i < n_tools; i++)
+	for (size_t i = 0; i < n_tools; i++) {
 		json_decref(schemas[i]);
+		json_decref(annotations[i]);
+		json_decref(out_schemas[i]);
+	}
 	n_tools = 0;
 	tools_text_clear();
+}
+
+/* [server] tools: all (the default), or the one family served. */
+static bool served(size_t i)
+{
+	const char *profile = sg_config_get("server", "tools");
+
+	return !families[i] || !profile || !*profile || !strcmp(profile, "all") ||
+	       !strcmp(profile, families[i]);
 }
 
 const struct sg_tool *sg_tool_find(const char *name)
 {
 	for (size_t i = 0; i < n_tools; i++)
 		if (strcmp(tools[i]->name, name) == 0)
-			return tools[i];
+			return served(i) ? tools[i] : NULL;
+	return NULL;
+}
+
+const char *sg_tool_unserved_family(const char *name)
+{
+	for (size_t i = 0; i < n_tools; i++)
+		if (strcmp(tools[i]->name, name) == 0)
+			return served(i) ? NULL : families[i];
 	return NULL;
 }
 
@@ -120,12 +163,20 @@ static json_t *list_locked(void)
 		return tools_list;
 	arr = json_array();
 	for (size_t i = 0; i < n_tools; i++) {
+		json_t *t;
+
+		if (!served(i))
+			continue;
 		config_defaults(schemas[i]);
 		if (tools[i]->schema_hook)
 			tools[i]->schema_hook(schemas[i]);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:O}", "name", tools[i]->name,
-						     "description", tools[i]->description,
-						     "inputSchema", schemas[i]));
+		t = json_pack("{s:s, s:s, s:O}", "name", tools[i]->name, "description",
+			      tools[i]->description, "inputSchema", schemas[i]);
+		if (annotations[i])
+			json_object_set(t, "annotations", annotations[i]);
+		if (out_schemas[i])
+			json_object_set(t, "outputSchema", out_schemas[i]);
+		json_array_append_new(arr, t);
 	}
 	tools_list = json_pack("{s:o}", "tools", arr);
 	return tools_list;

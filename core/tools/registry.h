@@ -31,18 +31,39 @@ struct sg_tool_ctx {
 typedef int sg_tool_fn(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		       struct sg_err *err);
 
+/* One tool as tools/list shows it (MCP 2025-11-25 server/tools "Tool").
+ * The texts are JSON, parsed once at registration. */
 struct sg_tool {
 	const char *name;
+	/* Its first sentence says what the tool is for: clients show it to the
+	 * model on every turn, so every word is paid for (doc/tools.md). */
 	const char *description;
 	const char *input_schema; /* JSON Schema text, an object */
 	sg_tool_fn *fn;
 	/* Optional: completes the parsed schema (in place, idempotent) once the
 	 * backends are loaded, when the tool list is built. */
 	void (*schema_hook)(json_t *schema);
+	/* Optional: the hints that differ from MCP's defaults (readOnlyHint
+	 * false, destructiveHint true, idempotentHint false, openWorldHint
+	 * true), a JSON object text. */
+	const char *annotations;
+	/* Optional: JSON Schema text of structuredContent (types of the fields
+	 * every result has; more fields may come).  Clients validate results
+	 * against it, so a field that can be null is not listed. */
+	const char *output_schema;
 };
 
-/* Registers a family of tools (static storage).  Aborts when a schema is
- * not valid JSON: that is a bug, caught by the first test run. */
+/* The families [server] tools (or --tools) chooses from. */
+#define SG_TOOLS_CLOUD "cloud"
+#define SG_TOOLS_ENV "env"
+
+/* Registers a family of tools (static storage; family a static string,
+ * SG_TOOLS_CLOUD or SG_TOOLS_ENV).  A tool of a family the server does not
+ * serve is neither listed nor found.  Aborts when a JSON text of a tool is
+ * not valid: that is a bug, caught by the first test run. */
+void sg_tools_register_family(const char *family, const struct sg_tool *tools, size_t n);
+/* The same for tools served whatever the profile (the conformance
+ * fixtures). */
 void sg_tools_register(const struct sg_tool *tools, size_t n);
 /* Registers the built-in families (cloud tools, sandbox_env tools). */
 void sg_tools_init(void);
@@ -54,7 +75,11 @@ void sg_tools_fini(void);
 void sg_tools_env_init(void);
 void sg_tools_env_fini(void);
 
+/* The served tool of that name, or NULL. */
 const struct sg_tool *sg_tool_find(const char *name);
+/* When name is a tool this server does not serve because of [server]
+ * tools: the family it belongs to (static).  Else NULL. */
+const char *sg_tool_unserved_family(const char *name);
 
 /* The tools/list result, built once (after the backends loaded) and
  * cached.  Thread-safe.  Borrowed JSON. */

@@ -651,8 +651,11 @@ int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 		 struct rn_conn **out, char *why, size_t size)
 {
 	struct rn_conn *c = rn_conn_new(t, o);
+	int sent;
 
 	*out = NULL;
+	if (size)
+		why[0] = '\0'; /* a failed send below leaves it to c->why */
 	if (!c) {
 		t->shutdown(t->ud);
 		t->free(t->ud);
@@ -665,9 +668,15 @@ int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 		return -1;
 	}
 	c->reader_started = true;
-	if (rn_send_hello(c) < 0 || rn_wait_hello(c, why, size) < 0) {
-		if (!why[0])
-			snprintf(why, size, "%s", c->why);
+	sent = rn_send_hello(c);
+	if (rn_wait_hello(c, why, size) < 0 || sent < 0) {
+		/* The reader may have failed the connection (a bad HELLO) while
+		 * our HELLO was being sent: its reason is the one that counts. */
+		if (!why[0]) {
+			pthread_mutex_lock(&c->lock);
+			snprintf(why, size, "%s", c->why[0] ? c->why : "cannot send HELLO to the runner");
+			pthread_mutex_unlock(&c->lock);
+		}
 		rn_conn_close(c);
 		return -1;
 	}

@@ -39,7 +39,7 @@ function runnerOff(be) {
 async function schema(srv) {
   const rc = (await srv.client.listTools()).tools.find((x) => x.name === 'run_code');
   const props = rc?.inputSchema?.properties ?? {};
-  t.like(props.language?.description ?? '', /python \(stateful kernel.*javascript \(stateful kernel.*shell \(the persistent bash\).*typescript \(one run per call; needs Node >= 22\.6.*r \(one run per call; needs Rscript\)/,
+  t.like(props.language?.description ?? '', /^python, javascript: stateful; typescript needs Node 22\.6\+, r Rscript$/,
     'the schema says which languages are stateful and what each needs');
   t.is(props.reset?.type, 'boolean', 'the schema has reset');
 }

@@ -33,6 +33,26 @@ export const backends = {
     mutableBin: false, // ... over the host's read-only /usr
     setup: async () => ({ args: ['--set', 'sandbox.default_backend=local'], env: {} }),
   },
+  // the plugin template (doc/plugin-template), built here with cc against
+  // the tree's header: a directory on this host, nothing isolated
+  example: {
+    name: 'example',
+    container: false, // this host: its /tmp, its hostname
+    mutableBin: false,
+    setup: async () => {
+      const [{ execFileSync }, fs, path, { tmpdir }] = await Promise.all([
+        import('node:child_process'), import('node:fs'), import('node:path'), import('./sg.mjs')]);
+      const src = process.env.SG_TEST_SRCDIR;
+      const dir = path.join(tmpdir(), 'example-plugin');
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const jansson = execFileSync('pkg-config', ['--cflags', '--libs', 'jansson'], { encoding: 'utf8' })
+        .trim().split(/\s+/).filter(Boolean);
+      execFileSync('cc', ['-std=c11', '-Wall', '-Wextra', '-Werror', '-shared', '-fPIC', '-fvisibility=hidden',
+        `-I${path.join(src, 'include')}`, '-o', path.join(dir, 'example.so'),
+        path.join(src, 'doc', 'plugin-template', 'example.c'), ...jansson]);
+      return { args: ['--set', `plugin.path=${dir}`, '--set', 'sandbox.default_backend=example'], env: {} };
+    },
+  },
   fc: {
     name: 'fc',
     container: true, // each sandbox is its own bubblewrap root in the emulator

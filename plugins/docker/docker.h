@@ -150,6 +150,8 @@ struct docker_run {
 	bool merge_stderr;        /* streams: stderr into stdout, in order */
 	const char *sh;           /* replaces /bin/sh (the machine's shell), or NULL */
 	bool persistent;          /* a stopped container is SG_E_UNAVAILABLE, not gone */
+	bool keep_stopped;        /* a stopped sandbox is not started again for
+				     this exec (a kill has nothing to do there) */
 };
 
 /* Fills r->sh and r->persistent from machine m (its handle). */

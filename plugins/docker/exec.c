@@ -307,7 +307,8 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	snprintf(path, sizeof(path), "/containers/%s/exec", cid);
 	if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply, err) < 0)
 		goto out;
-	if (status == 409 && !r->persistent && docker_exec_restarted(ctx, cid, reply, &serr)) {
+	if (status == 409 && !r->persistent && !r->keep_stopped &&
+	    docker_exec_restarted(ctx, cid, reply, &serr)) {
 		json_decref(reply);
 		reply = NULL;
 		if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply,
@@ -389,7 +390,7 @@ void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid, const
 			       "kill -s KILL -- -\"$1\" 2>/dev/null; exit 0", "sg",
 			       num, NULL };
 	struct docker_run r = { .argv = argv, .timeout_ms = DOCKER_KILL_TIMEOUT_MS,
-				.cap = 4096, .cwd = "/", .sh = sh };
+				.cap = 4096, .cwd = "/", .sh = sh, .keep_stopped = true };
 	struct sg_exec_result res;
 	struct sg_err e;
 
@@ -413,7 +414,8 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 {
 	const char *argv[] = { "/bin/sh", "-c", "test -d \"$1\"", "sg", r->cwd, NULL };
 	struct docker_run check = { .argv = argv, .cwd = "/", .cap = 4096,
-				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS, .sh = r->sh };
+				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS, .sh = r->sh,
+				    .keep_stopped = true };
 	struct sg_exec_result res;
 	struct sg_err e;
 	char why[256];

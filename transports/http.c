@@ -37,7 +37,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -183,10 +182,6 @@ static void policy(struct sg_http_policy *p)
 	p->stopping = atomic_load(&http_srv.stopping);
 }
 
-/* Records an error found in the headers: it is answered once the body (if
- * any) is read, so the connection stays usable.  Returns -1. */
-#define fail(r, ...) sg_http_fail(&(r)->v, __VA_ARGS__)
-
 /* Where, who and what (see sg_http_check_access), then which session (400,
  * 404), then what is accepted and sent (406, 415, 413).  Returns 0 or -1. */
 static int check_request(struct req *r, const char *url, const char *method)
@@ -203,13 +198,13 @@ static int check_request(struct req *r, const char *url, const char *method)
 		r->hs = sg_http_session_id_valid(view.session_id) ? http_table_find(view.session_id, r->v.owner)
 								  : NULL;
 		if (!r->hs)
-			return fail(r, MHD_HTTP_NOT_FOUND,
+			return sg_http_fail(&r->v, MHD_HTTP_NOT_FOUND,
 				    "session not found: it ended or expired; send initialize without Mcp-Session-Id");
 		pthread_mutex_lock(&r->hs->lock);
 		r->hs->last_seen_ms = sg_now_ms();
 		pthread_mutex_unlock(&r->hs->lock);
 	} else if (r->v.kind != SG_HTTP_POST) {
-		return fail(r, MHD_HTTP_BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing");
+		return sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing");
 	}
 	return sg_http_check_message(&p, &view, &r->v);
 }
@@ -223,12 +218,12 @@ static int check_request(struct req *r, const char *url, const char *method)
 static int post_new_session(struct req *r)
 {
 	if (!sg_http_body_is_initialize(r->body.data, r->body.len)) {
-		fail(r, MHD_HTTP_BAD_REQUEST,
+		sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST,
 		     "bad request: the Mcp-Session-Id header is missing (only initialize starts a session)");
 		return -1;
 	}
 	if (http_table_full()) {
-		fail(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		sg_http_fail(&r->v, MHD_HTTP_SERVICE_UNAVAILABLE,
 		     "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
 		     http_srv.conf.max_sessions);
 		return -1;
@@ -249,7 +244,7 @@ static bool post_register(struct req *r)
 	if (!ok)
 		return false;
 	if (http_table_add(r->hs) < 0) {
-		fail(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+		sg_http_fail(&r->v, MHD_HTTP_SERVICE_UNAVAILABLE,
 		     "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
 		     http_srv.conf.max_sessions);
 		return false;
@@ -596,13 +591,13 @@ static void req_body(struct req *r, const char *data, size_t n)
 	if (r->v.status || r->responded)
 		return; /* an error is coming: the body is read and dropped */
 	if (r->v.kind != SG_HTTP_POST) {
-		fail(r, MHD_HTTP_BAD_REQUEST, "bad request: %s takes no body",
+		sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST, "bad request: %s takes no body",
 		     r->v.kind == SG_HTTP_GET ? "GET" : "DELETE");
 		return;
 	}
 	if (r->body.len + n > http_srv.conf.max_body) {
 		sg_buf_release(&r->body);
-		fail(r, MHD_HTTP_CONTENT_TOO_LARGE,
+		sg_http_fail(&r->v, MHD_HTTP_CONTENT_TOO_LARGE,
 		     "message larger than %zu bytes ([server] max_message_bytes)", http_srv.conf.max_body);
 		reply_error(r, r->v.status, r->v.why);
 		return;

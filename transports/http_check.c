@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +19,22 @@
 
 /* ---- hosts ----------------------------------------------------------------- */
 
+/* ASCII only, whatever the locale says of other bytes. */
+static bool ascii_alpha(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool ascii_alnum(unsigned char c)
+{
+	return ascii_alpha(c) || (c >= '0' && c <= '9');
+}
+
 /* RFC 3986 unreserved characters: what a DNS name or IPv4 address is made
  * of.  Percent-encoding and sub-delims name no host a client would use. */
 static bool name_char(unsigned char c)
 {
-	return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+	return ascii_alnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 /* ":" 1*5DIGIT up to 65535 at s[0..len) exactly.  Returns the port or -1. */
@@ -83,7 +93,7 @@ int sg_http_parse_host(const char *s, size_t len, struct sg_http_host *out)
 	if (n > SG_HTTP_HOST_MAX)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		out->name[i] = (char)tolower((unsigned char)s[i]);
+		out->name[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + ('a' - 'A') : s[i]);
 	out->name[n] = '\0';
 	if (n < len && (out->port = parse_port(s + n, len - n)) < 0)
 		return -1;
@@ -94,9 +104,9 @@ int sg_http_parse_origin(const char *s, struct sg_http_host *out)
 {
 	const char *p = s;
 
-	if (!isalpha((unsigned char)*p))
+	if (!ascii_alpha((unsigned char)*p))
 		return -1;
-	while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
+	while (ascii_alnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
 		p++;
 	if (strncmp(p, "://", 3) != 0)
 		return -1;

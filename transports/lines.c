@@ -36,9 +36,9 @@ char *sg_lines_room(struct sg_lines *l, size_t min, size_t *room)
 	 * copied on every read. */
 	if (l->off > 0 && l->len - l->off <= l->off)
 		compact(l);
+	if (l->cap - l->len < min && l->off > 0)
+		compact(l);
 	if (l->cap - l->len < min) {
-		if (l->off > 0)
-			compact(l);
 		while (l->cap - l->len < min)
 			l->cap *= 2;
 		l->buf = sg_xrealloc(l->buf, l->cap);

@@ -112,6 +112,9 @@ struct docker_ctx {
 	char bin_why[256];               /* why there is none */
 };
 
+/* Temporary files of failed writes a machine remembers for later removal. */
+#define DOCKER_STALE_MAX 8
+
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct docker_machine {
 	struct docker_ctx *ctx;         /* borrowed from init() */
@@ -124,6 +127,10 @@ struct docker_machine {
 	struct rnc_kstate code;         /* its kernels' runners (code.c) */
 	char shell[128];                /* the shell that replaces /bin/sh, "" none */
 	bool persistent;                /* a named machine: stopped is not gone */
+	pthread_mutex_t slock;          /* guards stale[] */
+	char *stale[DOCKER_STALE_MAX];  /* temporary files of failed writes not
+					   removed then (the engine was down);
+					   owned, see docker_stale_drop() */
 };
 
 /* Returns the context of a machine made by this plugin, or NULL (err filled). */
@@ -154,6 +161,8 @@ struct docker_run {
 	bool merge_stderr;        /* streams: stderr into stdout, in order */
 	const char *sh;           /* replaces /bin/sh (the machine's shell), or NULL */
 	bool persistent;          /* a stopped container is SG_E_UNAVAILABLE, not gone */
+	bool keep_stopped;        /* a stopped sandbox is not started again for
+				     this exec (a kill has nothing to do there) */
 };
 
 /* Fills r->sh and r->persistent from machine m (its handle). */
@@ -176,7 +185,9 @@ int docker_check_env(struct docker_ctx *ctx, const char *const *env,
 /* Pieces of docker_run() that stream.c reuses. */
 long long docker_now_ms(void);
 /* Creates an exec of r in cid (argv wrapped when r->group); copies its id
- * into eid.  SG_E_GONE when the container is gone or stopped. */
+ * into eid.  A sandbox's stopped container (an engine restart stops them
+ * all) is started again first.  SG_E_GONE when the container is gone or does
+ * not start; a stopped named machine (r->persistent) is SG_E_UNAVAILABLE. */
 int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 		       const struct docker_run *r, char *eid, size_t size,
 		       struct sg_err *err);
@@ -227,6 +238,13 @@ struct rnc_site *docker_runner_site(const struct sg_machine *m);
 /* run_code on the runner's kernels (a kernel per container and language);
  * SG_E_NOTSUP without a runner or for another language (the core runs it). */
 sg_run_code_fn docker_run_code;
+
+/* ---- files.c ------------------------------------------------------------------ */
+
+/* Removes the temporary files of earlier failed writes in m that could not
+ * be removed then (the engine was down); called before m's next exec.  What
+ * still cannot be removed is kept for the next try. */
+void docker_stale_drop(struct docker_ctx *ctx, const struct sg_machine *m);
 
 /* ---- machine.c --------------------------------------------------------------- */
 

@@ -270,6 +270,27 @@ fail:
 	return NULL;
 }
 
+/* After a 409 to exec create: starts a sandbox's container cid again when it
+ * is merely stopped (an engine restart without live-restore stops every
+ * container; attach does the same after a reboot).  A named machine stays
+ * stopped: its user stops and starts it.  True when the exec may be created
+ * again. */
+static bool docker_exec_restarted(struct docker_ctx *ctx, const char *cid,
+				  const json_t *reply, struct sg_err *err)
+{
+	if (!strstr(docker_reply_message(reply), "is not running"))
+		return false;
+	if (docker_container_start_raw(ctx, cid, err) < 0) {
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "container %s is stopped "
+			       "and does not start again: %s", cid, err->msg);
+		return false;
+	}
+	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "container %s was stopped "
+		       "(an engine restart, or docker stop): started it again; its "
+		       "processes did not survive", cid);
+	return true;
+}
+
 int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 			      const struct docker_run *r, char *eid, size_t size,
 			      struct sg_err *err)
@@ -279,6 +300,7 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	const char *id;
 	long status;
 	int rc = -1;
+	struct sg_err serr;
 
 	if (!body)
 		return ctx->host->errf(err, SG_E_INVAL, "docker exec: the command, env or "
@@ -286,6 +308,14 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	snprintf(path, sizeof(path), "/containers/%s/exec", cid);
 	if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply, err) < 0)
 		goto out;
+	if (status == 409 && !r->persistent && !r->keep_stopped &&
+	    docker_exec_restarted(ctx, cid, reply, &serr)) {
+		json_decref(reply);
+		reply = NULL;
+		if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply,
+				       err) < 0)
+			goto out;
+	}
 	if (status != 201) {
 		docker_exec_create_fail(ctx, cid, r, status, reply, err);
 		goto out;
@@ -361,7 +391,7 @@ void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid, const
 			       "kill -s KILL -- -\"$1\" 2>/dev/null; exit 0", "sg",
 			       num, NULL };
 	struct docker_run r = { .argv = argv, .timeout_ms = DOCKER_KILL_TIMEOUT_MS,
-				.cap = 4096, .cwd = "/", .sh = sh };
+				.cap = 4096, .cwd = "/", .sh = sh, .keep_stopped = true };
 	struct sg_exec_result res;
 	struct sg_err e;
 
@@ -385,7 +415,8 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 {
 	const char *argv[] = { "/bin/sh", "-c", "test -d \"$1\"", "sg", r->cwd, NULL };
 	struct docker_run check = { .argv = argv, .cwd = "/", .cap = 4096,
-				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS, .sh = r->sh };
+				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS, .sh = r->sh,
+				    .keep_stopped = true };
 	struct sg_exec_result res;
 	struct sg_err e;
 	char why[256];
@@ -621,7 +652,10 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 		       struct sg_call *call, struct sg_exec_result *res,
 		       struct sg_err *err)
 {
-	int rc = docker_runner_exec(ctx, m, r, command, call, res, err);
+	int rc;
+
+	docker_stale_drop(ctx, m);
+	rc = docker_runner_exec(ctx, m, r, command, call, res, err);
 
 	return rc == 1 ? docker_run(ctx, m->id, r, call, res, err) : rc;
 }

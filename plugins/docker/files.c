@@ -544,8 +544,24 @@ static int docker_upload(struct docker_ctx *ctx, const struct sg_machine *m,
 					dir) : rc;
 }
 
+/* Remembers tmp for docker_stale_drop(); false when the list is full. */
+static bool docker_stale_add(const struct sg_machine *m, const char *tmp)
+{
+	struct docker_machine *dm = m->handle;
+	bool kept = false;
+
+	pthread_mutex_lock(&dm->slock);
+	for (size_t i = 0; i < DOCKER_STALE_MAX && !kept; i++)
+		if (!dm->stale[i])
+			kept = (dm->stale[i] = strdup(tmp)) != NULL;
+	pthread_mutex_unlock(&dm->slock);
+	return kept;
+}
+
 /* Best effort: the replace script removes its temp itself, this covers an
- * exec that never ran. */
+ * exec that never ran and an upload that failed half-way.  When even this
+ * cannot reach the container (the engine is down), the machine remembers
+ * the file and its next exec removes it. */
 static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
 			     const char *tmp)
 {
@@ -555,11 +571,36 @@ static void docker_drop_temp(struct docker_ctx *ctx, const struct sg_machine *m,
 	struct sg_err e;
 
 	memset(&res, 0, sizeof(res));
-	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0)
+	if (docker_sh(ctx, m, rm_sh, args, DOCKER_SCRIPT_CAP, NULL, &res, &e) < 0) {
+		bool later = e.code != SG_E_GONE && docker_stale_add(m, tmp);
+
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "could not remove the "
-			       "temporary file of a failed write in %s: %s", m->id,
-			       e.msg);
+			       "temporary file %s of a failed write in %s%s: %s", tmp,
+			       m->id, later ? " (the next call will)" : "", e.msg);
+	}
 	docker_res_free(ctx, &res);
+}
+
+void docker_stale_drop(struct docker_ctx *ctx, const struct sg_machine *m)
+{
+	struct docker_machine *dm = m->handle;
+	char *paths[DOCKER_STALE_MAX];
+	size_t n = 0;
+
+	if (!dm)
+		return;
+	pthread_mutex_lock(&dm->slock);
+	for (size_t i = 0; i < DOCKER_STALE_MAX; i++)
+		if (dm->stale[i]) {
+			paths[n++] = dm->stale[i];
+			dm->stale[i] = NULL;
+		}
+	pthread_mutex_unlock(&dm->slock);
+	/* One at a time through docker_drop_temp(), which keeps a failure. */
+	for (size_t i = 0; i < n; i++) {
+		docker_drop_temp(ctx, m, paths[i]);
+		free(paths[i]);
+	}
 }
 
 /* Renames the uploaded temp over the target in one exec. */
@@ -640,8 +681,14 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	snprintf(tmp_path, sizeof(tmp_path), "%s/%s", strcmp(dir, "/") ? dir : "", tmp);
 	if (docker_tar_pack_file(ctx->host, tmp, data, len, mode, &tar, err) < 0)
 		goto out;
-	if (docker_upload(ctx, m, dir, &tar, !(opts && opts->no_mkdir), call, err) < 0)
+	if (docker_upload(ctx, m, dir, &tar, !(opts && opts->no_mkdir), call, err) < 0) {
+		/* The engine may have written part of the temp before it failed
+		 * (a full disk) or before its answer was lost. */
+		if (err && err->code != SG_E_NOTFOUND && err->code != SG_E_INVAL &&
+		    err->code != SG_E_EXISTS && err->code != SG_E_GONE)
+			docker_drop_temp(ctx, m, tmp_path);
 		goto out;
+	}
 	if (docker_replace(ctx, m, tmp_path, real, call, err) < 0)
 		goto out;
 	rc = 0;
@@ -692,6 +739,16 @@ static json_t *docker_json_name(const char *s)
 	return j;
 }
 
+/* Seconds from find's %T@ ("1700000000.123"), which the sandbox prints: a
+ * number past int64 (or not a number) is 0, never an undefined
+ * conversion. */
+static json_int_t docker_mtime(const char *s)
+{
+	double t = strtod(s, NULL);
+
+	return t > -9.2e18 && t < 9.2e18 ? (json_int_t)t : 0;
+}
+
 static json_t *docker_list_entry(const char *dir, const char *f[5])
 {
 	char full[DOCKER_PATH_MAX * 2];
@@ -703,7 +760,7 @@ static json_t *docker_list_entry(const char *dir, const char *f[5])
 			 "type", docker_type_name(f[1][0]),
 			 "size", (json_int_t)strtoll(f[2], NULL, 10),
 			 "mode", (int)strtol(f[3], NULL, 8),
-			 "mtime", (json_int_t)strtod(f[4], NULL));
+			 "mtime", docker_mtime(f[4]));
 }
 
 static int docker_by_name(const void *a, const void *b)

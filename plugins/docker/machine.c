@@ -55,6 +55,7 @@ int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const js
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	dm->ctx = ctx;
 	docker_runner_machine_init(dm, m);
+	pthread_mutex_init(&dm->slock, NULL);
 	dm->persistent = pers && !strcmp(pers, "1") &&
 			 json_object_get(labels, DOCKER_LABEL_NAME) != NULL;
 	if (shell && *shell) {
@@ -449,11 +450,15 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 
 void docker_machine_release(struct sg_machine *m)
 {
-	if (!m)
+	struct docker_machine *dm = m ? m->handle : NULL;
+
+	if (!dm)
 		return;
-	if (m->handle)
-		docker_runner_machine_fini(m->handle);
-	free(m->handle);
+	docker_runner_machine_fini(dm);
+	for (size_t i = 0; i < DOCKER_STALE_MAX; i++)
+		free(dm->stale[i]);
+	pthread_mutex_destroy(&dm->slock);
+	free(dm);
 	m->handle = NULL;
 }
 

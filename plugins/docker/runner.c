@@ -231,16 +231,17 @@ static bool runner_present(struct docker_ctx *ctx, const char *cid, const char *
 	return there;
 }
 
-/* PUTs the binary into dir as name (root-owned, 0755: the tar says so). */
+/* PUTs the binary into dir as name (root-owned, 0755: the tar says so).
+ * e->code says why the engine could not be asked (SG_E_UNAVAILABLE: it is
+ * down). */
 static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *dir,
-			 const char *name, char *why, size_t size)
+			 const char *name, char *why, size_t size, struct sg_err *e)
 {
 	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
 	struct docker_http rq = { .method = "PUT", .path = url,
 				  .content_type = "application/x-tar" };
 	struct sg_buf tar = { 0 };
 	struct docker_reply rp = { 0 };
-	struct sg_err e;
 	int rc = -1;
 
 	if (!q)
@@ -248,14 +249,14 @@ static int runner_upload(struct docker_ctx *ctx, const char *cid, const char *di
 	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", cid, q);
 	free(q);
 	if (docker_tar_pack_file(ctx->host, name, ctx->bin.data, ctx->bin.len, 0755, &tar,
-				 &e) < 0) {
-		snprintf(why, size, "%.200s", e.msg);
+				 e) < 0) {
+		snprintf(why, size, "%.200s", e->msg);
 		return -1;
 	}
 	rq.body = tar.data;
 	rq.body_len = tar.len;
-	if (docker_engine_call(ctx->engine, &rq, &rp, &e) < 0)
-		snprintf(why, size, "%.200s", e.msg);
+	if (docker_engine_call(ctx->engine, &rq, &rp, e) < 0)
+		snprintf(why, size, "%.200s", e->msg);
 	else if (rp.status != 200)
 		snprintf(why, size, "uploading to %s: docker answered HTTP %ld", dir,
 			 rp.status);
@@ -371,7 +372,7 @@ static int runner_start(void *ud, const char *arg, struct rn_conn **out, char *r
 		snprintf(path, sizeof(path), "%s/%s", runner_dirs[i], name);
 		e.code = SG_E_OK;
 		if (!runner_present(ctx, dm->cid, path) &&
-		    runner_upload(ctx, dm->cid, runner_dirs[i], name, step, sizeof(step)) < 0)
+		    runner_upload(ctx, dm->cid, runner_dirs[i], name, step, sizeof(step), &e) < 0)
 			goto next;
 		if (runner_launch(ctx, dm, dm->cid, path, arg, out, step, sizeof(step), &e) == 0) {
 			snprintf(rpath, rsize, "%s", path);

@@ -252,8 +252,10 @@ int fc_proc_start(struct fc_machine *fm, const struct sg_exec_req *req, bool std
 
 sg_exec_fn fc_exec;
 
-/* SendSignal SIGKILL to pid (best effort, own short timeout). */
-void fc_process_kill(struct fc_machine *fm, long pid);
+/* SendSignal SIGKILL to pid (best effort, own short timeout).  Returns 0
+ * when it was sent, 1 when envd knows no such process (it ended), -1 when
+ * the signal could not be sent (logged). */
+int fc_process_kill(struct fc_machine *fm, long pid);
 
 /* Builds the Start request JSON (ref. 5.2): cmd/args from req, cwd, envs,
  * stdin.  Caller's reference. */

@@ -305,18 +305,22 @@ static int fc_proc_unary(struct fc_machine *fm, const char *method, json_t *body
 	return r;
 }
 
-void fc_process_kill(struct fc_machine *fm, long pid)
+int fc_process_kill(struct fc_machine *fm, long pid)
 {
 	struct sg_err err;
 
 	if (pid <= 0)
-		return;
+		return 1;
 	if (fc_proc_unary(fm, "process.Process/SendSignal",
 			  json_pack("{s:{s:I}, s:s}", "process", "pid", (json_int_t)pid, "signal",
 				    "SIGNAL_SIGKILL"),
-			  "kill process", &err) < 0)
-		fm->ctx->host->log(SG_LOG_WARNING, FC_PLUGIN, "sandbox %s: killing process %ld failed: %s",
-				   fm->id, pid, err.msg);
+			  "kill process", &err) == 0)
+		return 0;
+	if (err.code == SG_E_NOTFOUND)
+		return 1;
+	fm->ctx->host->log(SG_LOG_WARNING, FC_PLUGIN, "sandbox %s: killing process %ld failed: %s",
+			   fm->id, pid, err.msg);
+	return -1;
 }
 
 int fc_process_send_input(struct fc_machine *fm, long pid, const void *p, size_t n,
@@ -374,6 +378,7 @@ static int fc_exec_outcome(struct fc_machine *fm, struct fc_proc_events *pe,
 			   struct sg_exec_result *res, struct sg_err *err)
 {
 	const struct sg_host_api *host = fm->ctx->host;
+	int killed;
 
 	if (pe->ended) {
 		res->exit_code = pe->exit_code;
@@ -396,10 +401,13 @@ static int fc_exec_outcome(struct fc_machine *fm, struct fc_proc_events *pe,
 	}
 	if (fc_api_gone(fm->ctx, fm->id) == 1)
 		return fc_gone(fm->ctx, err, fm->id);
-	/* ref. 5.2: E2B's "Process exited without a result" */
+	/* ref. 5.2: E2B's "Process exited without a result".  envd keeps a
+	 * process whose stream went away: end it, as after a cancellation. */
+	killed = pe->started ? fc_process_kill(fm, pe->pid) : -1;
 	return host->errf(err, SG_E_IO, "fc: run command: the process stream of sandbox %s ended "
-			  "without an end event (connection dropped); the command may still be running",
-			  fm->id);
+			  "without an end event (connection dropped); %s", fm->id,
+			  killed == 0 ? "the command was killed" : killed == 1 ?
+			  "the command had ended" : "the command may still be running");
 }
 
 int fc_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call *call,

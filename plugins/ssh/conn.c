@@ -624,6 +624,8 @@ void ssh_pool_free(struct ssh_pool *p)
 		p->conns = c->next;
 		ssh_conn_free(c); /* machines were released before fini */
 	}
+	for (size_t i = 0; i < SSH_STALE_MAX; i++)
+		free(p->stale[i]);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);

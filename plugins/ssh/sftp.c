@@ -164,6 +164,55 @@ static int ssh_sftp_last(struct ssh_sftp *so)
 	return libssh2_session_last_errno(so->c->session);
 }
 
+/* Remembers tmp for ssh_stale_drop(); false when the list is full. */
+static bool ssh_stale_add(struct ssh_pool *p, const char *tmp)
+{
+	bool kept = false;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < SSH_STALE_MAX && !kept; i++)
+		if (!p->stale[i])
+			kept = (p->stale[i] = strdup(tmp)) != NULL;
+	pthread_mutex_unlock(&p->lock);
+	return kept;
+}
+
+/* Removes tmp, a failed write's temporary file, on so; when the session
+ * cannot (it died: the connection dropped, the write was cancelled
+ * half-way), the pool's next session does. */
+static void ssh_drop_temp(struct ssh_sftp *so, const char *tmp)
+{
+	int rc = LIBSSH2_ERROR_SOCKET_SEND;
+
+	if (!so->dead && !so->c->broken)
+		SSH_CALL(&so->op, rc, libssh2_sftp_unlink_ex(so->sftp, tmp, (unsigned)strlen(tmp)));
+	if (rc == 0 || (rc == LIBSSH2_ERROR_SFTP_PROTOCOL && !so->dead))
+		return; /* removed, or not there (or not ours to remove) */
+	if (!ssh_stale_add(so->pool, tmp))
+		ssh_log(so->pool->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file "
+			"of a failed write", tmp);
+}
+
+/* Removes the temporary files earlier sessions could not (ssh_drop_temp). */
+static void ssh_stale_drop(struct ssh_sftp *so)
+{
+	struct ssh_pool *p = so->pool;
+	char *paths[SSH_STALE_MAX];
+	size_t n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < SSH_STALE_MAX; i++)
+		if (p->stale[i]) {
+			paths[n++] = p->stale[i];
+			p->stale[i] = NULL;
+		}
+	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < n; i++) {
+		ssh_drop_temp(so, paths[i]);
+		free(paths[i]);
+	}
+}
+
 /* Runs fn on an SFTP session; once more on a new connection when the first
  * one died under it (every operation here is safe to repeat). */
 static int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
@@ -177,6 +226,7 @@ static int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
 
 		if (ssh_sftp_begin(p, call, &so, err) < 0)
 			return -1;
+		ssh_stale_drop(&so);
 		rc = fn(&so, ud, err);
 		retry = rc < 0 && so.c->broken && err && err->code == SG_E_UNAVAILABLE;
 		ssh_sftp_end(&so);
@@ -492,8 +542,7 @@ static int ssh_write_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	snprintf(tmp, sizeof(tmp), "%s%s.sandgate-%s.tmp", dir, strcmp(dir, "/") ? "/" : "", rnd);
 	if (ssh_write_tmp(so, tmp, wa, existed ? &old : NULL, mode, err) < 0 ||
 	    ssh_write_rename(so, tmp, wa, existed, err) < 0) {
-		if (!so->dead && !so->c->broken)
-			SSH_CALL(&so->op, rc, libssh2_sftp_unlink_ex(so->sftp, tmp, (unsigned)strlen(tmp)));
+		ssh_drop_temp(so, tmp);
 		return -1;
 	}
 	return 0;

@@ -212,6 +212,9 @@ struct ssh_rsite {
 };
 
 /* The connections to one target. */
+/* Temporary files of failed writes a pool remembers for later removal. */
+#define SSH_STALE_MAX 8
+
 struct ssh_pool {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_target target;
@@ -227,6 +230,10 @@ struct ssh_pool {
 	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
 	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
 	bool unjailed_warned;             /* isolation none was logged */
+	char *stale[SSH_STALE_MAX];       /* temporary files of failed writes whose
+					     session died before it removed them:
+					     the next SFTP session does (owned,
+					     under lock) */
 	struct ssh_pool *next;
 };
 

@@ -42,9 +42,10 @@
 //   "files.write"|"listdir"|"stat"|"mkdir"|"remove"|"move"|"start"|"signal"|
 //   "input"|"closestdin"|"execute"|"contexts"|"contexts.restart"|"jupyter"|"*", "times": 1, "status": 503,
 //   "message": "...", "retryAfter": 2, "delayMs": 3000, "text": true,
-//   "drop": true (streams: cut before the end event), "reset": true (close
-//   the connection without an answer), "expire": true (expire the sandbox
-//   first)}.
+//   "drop": true (streams: cut before the end event), "dropAfterMs": 500
+//   (process.Start: cut the stream that long after the start event, the
+//   process still running), "reset": true (close the connection without an
+//   answer), "expire": true (expire the sandbox first)}.
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -724,6 +725,7 @@ async function processStart(sbx, req, res, fault) {
   child.stdin.on('error', () => {});
   const write = (obj) => { if (!res.destroyed && !res.writableEnded) res.write(envelope(0, obj)); };
   write({ event: { start: { pid: child.pid } } });
+  if (fault?.dropAfterMs) setTimeout(() => res.socket?.destroy(), fault.dropAfterMs).unref();
   child.stdout.on('data', (d) => write({ event: { data: { stdout: d.toString('base64') } } }));
   child.stderr.on('data', (d) => write({ event: { data: { stderr: d.toString('base64') } } }));
   const ping = Number(req.headers['keepalive-ping-interval']);

@@ -319,9 +319,40 @@ out:
 	return ret;
 }
 
+/* The entries from offset that fit the result's budget (one at least);
+ * files is stolen.  A cut names the entries, not bytes: total_entries,
+ * kept_entries [first, end). */
+static void list_page(struct sg_entry *e, json_t *result, const char *full, json_t *files,
+		      unsigned offset)
+{
+	size_t n = json_array_size(files), budget = sg_cut_budget(), used = 0, i;
+	json_t *page = json_array(), *d;
+
+	for (i = offset; i < n; i++) {
+		size_t sz = json_dumpb(json_array_get(files, i), NULL, 0, JSON_COMPACT) + 1;
+
+		if (i > offset && used + sz > budget)
+			break;
+		used += sz;
+		json_array_append(page, json_array_get(files, i));
+	}
+	json_object_set_new(result, "files", page);
+	if (offset)
+		json_object_set_new(result, "offset", json_integer(offset));
+	if (i < n) {
+		d = json_pack("{s:I, s:[I, I], s:o}", "total_entries", (json_int_t)n, "kept_entries",
+			      (json_int_t)offset, (json_int_t)i, "rest",
+			      sg_cut_call("list_files", json_pack("{s:s, s:I, s:s}", "path", full, "offset",
+							       (json_int_t)i, "sandbox_id", e->m.id)));
+		sg_cut_note(result, "files", d);
+	}
+	json_decref(files);
+}
+
 static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			   struct sg_err *err)
 {
+	unsigned offset;
 	const char *path;
 	struct sg_entry *e = NULL;
 	json_t *files = NULL;
@@ -329,7 +360,8 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	bool created;
 	int ret = -1;
 
-	if (sg_arg_str(args, "path", false, &path, err) < 0)
+	if (sg_arg_str(args, "path", false, &path, err) < 0 ||
+	    sg_arg_uint(args, "offset", 0, 0, 2000000000u, &offset, err) < 0)
 		goto out;
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
@@ -338,7 +370,8 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	*result = json_pack("{s:s, s:o}", "path", full, "files", files);
+	*result = json_pack("{s:s}", "path", full);
+	list_page(e, *result, full, files, offset);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
 out:
@@ -477,7 +510,8 @@ static const struct sg_tool cloud_tools[] = {
 	  "sandbox_id is omitted. " WORKSPACE_NOTE,
 	  "{\"type\": \"object\", \"properties\": {"
 	  "\"path\": {\"type\": \"string\", \"description\": \"Directory path; omitted lists the workspace\"},"
-	  SANDBOX_ID_PROP
+	  SANDBOX_ID_PROP ","
+	  "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"Entries to skip\"}"
 	  "}, \"additionalProperties\": false}",
 	  tool_list_files },
 	{ "kill_sandbox",

@@ -94,6 +94,19 @@ async function body(srv) {
   t.hasFields(wr, { truncated: true, total_lines: 2000 }, '... truncated: true');
   t.deepEqual(wr.cut?.output?.rest, { tool: 'sandbox_file_read', arguments: { path: wr.path, offset: 83, limit: 2000 } }, '... rest: the next page');
 
+  // ---- list_files: entries within the budget, the rest by offset ------------------------------------
+  await tool('run_command', { command: 'mkdir -p many && cd many && seq -f "file-%05g.txt" 1 3000 | xargs touch' });
+  let lf = await tool('list_files', { path: 'many' });
+  const names = lf.files.map((f) => f.name);
+  t.hasFields(lf.cut?.files ?? {}, { total_entries: 3000, kept_entries: [0, names.length] }, `list_files of 3000 entries: ${names.length} kept, said in cut.files`);
+  t.cmp(JSON.stringify(lf.files).length, '<=', BUDGET, '... within the budget');
+  for (let guard = 0; lf.cut?.files?.rest && guard < 100; guard++) {
+    const rest = lf.cut.files.rest;
+    lf = await tool(rest.tool, rest.arguments);
+    names.push(...lf.files.map((f) => f.name));
+  }
+  t.is(new Set(names).size === 3000 && names.length === 3000, true, 'following rest lists each entry once');
+
   // ---- a shell's dropped middle ---------------------------------------------------------------------
   const se = await tool('sandbox_shell_exec', { command: 'seq 1 100000', max_output: 1000 });
   t.hasFields(se.cut?.output ?? {}, { total_bytes: 588895, kept_bytes: 588895 - se.dropped_bytes, rest: null }, 'sandbox_shell_exec: cut.output says what was dropped');

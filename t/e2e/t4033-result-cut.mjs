@@ -107,6 +107,20 @@ async function body(srv) {
   }
   t.is(new Set(names).size === 3000 && names.length === 3000, true, 'following rest lists each entry once');
 
+  // ---- sandbox_file_search: results within the budget ----------------------------------------------
+  await tool('run_command', { command: "mkdir -p hay && awk 'BEGIN { for (i = 1; i <= 200; i++) { printf \"%04d needle \", i; for (j = 0; j < 99; j++) printf \"abcdefghij\"; print \"\" } }' > hay/h.txt" });
+  let sr = await tool('sandbox_file_search', { pattern: 'needle', path: 'hay', limit: 200 });
+  const k0 = sr.results.length;
+  t.ok(k0 > 0 && k0 < 200 && sr.truncated === true, `a search of 200 wide matches keeps ${k0} (the budget)`);
+  t.deepEqual(sr.cut?.results?.kept_entries, [0, k0], '... cut.results: the entries kept');
+  t.cmp(JSON.stringify(sr.results).length, '<=', BUDGET, '... within the budget');
+  let found = sr.results.length;
+  for (let guard = 0; sr.cut?.results?.rest && guard < 50; guard++) {
+    sr = await tool(sr.cut.results.rest.tool, sr.cut.results.rest.arguments);
+    found += sr.results.length;
+  }
+  t.is(found, 200, 'following rest finds every match once');
+
   // ---- a shell's dropped middle ---------------------------------------------------------------------
   const se = await tool('sandbox_shell_exec', { command: 'seq 1 100000', max_output: 1000 });
   t.hasFields(se.cut?.output ?? {}, { total_bytes: 588895, kept_bytes: 588895 - se.dropped_bytes, rest: null }, 'sandbox_shell_exec: cut.output says what was dropped');

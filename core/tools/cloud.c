@@ -16,6 +16,8 @@
 #include "core/registry/machine.h"
 #include "core/registry/plugin.h"
 #include "core/protocol/session.h"
+#include "core/shell/headtail.h"
+#include "core/tools/cut.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -27,7 +29,24 @@ static size_t file_cap(void)
 
 static size_t output_cap(void)
 {
-	return (size_t)sg_config_int("sandbox", "output_cap", 1 << 20);
+	return (size_t)sg_config_int("sandbox", "output_cap", 16 << 20);
+}
+
+/* A byte count argument in [min, max_file_bytes]: def when absent. */
+static int byte_arg(json_t *args, const char *name, double def, double min, double *out,
+		    struct sg_err *err)
+{
+	json_t *v = json_object_get(args, name);
+	double cap = (double)file_cap();
+
+	*out = def;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < min || (double)json_integer_value(v) > cap)
+		return sg_errf(err, SG_E_INVAL, "argument '%s' must be an integer from %.0f to %.0f ([sandbox] max_file_bytes)",
+			       name, min, cap);
+	*out = (double)json_integer_value(v);
+	return 0;
 }
 
 /* An absolute path inside the machine; relative ones are under workspace. */
@@ -118,12 +137,12 @@ out:
 
 /* ---- run_command ------------------------------------------------------------ */
 
-static json_t *exec_result_json(const struct sg_exec_result *r)
+static json_t *exec_result_json(struct sg_entry *e, struct sg_call *call,
+				const struct sg_exec_result *r)
 {
 	json_t *o = json_object();
 
-	json_object_set_new(o, "stdout", sg_json_bytes(r->out.data, r->out.len));
-	json_object_set_new(o, "stderr", sg_json_bytes(r->err.data, r->err.len));
+	sg_cut_streams(e, call, o, &r->out, r->out_truncated, &r->err, r->err_truncated);
 	/* 124 is what timeout(1) reports for a command it killed. */
 	json_object_set_new(o, "exit_code", json_integer(r->timed_out ? 124
 							 : r->signal ? 128 + r->signal
@@ -131,10 +150,6 @@ static json_t *exec_result_json(const struct sg_exec_result *r)
 	json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
 	if (r->signal && !r->timed_out)
 		json_object_set_new(o, "signal", json_integer(r->signal));
-	if (r->out_truncated)
-		json_object_set_new(o, "stdout_truncated", json_true());
-	if (r->err_truncated)
-		json_object_set_new(o, "stderr_truncated", json_true());
 	return o;
 }
 
@@ -172,7 +187,7 @@ static int tool_run_command(struct sg_tool_ctx *t, json_t *args, json_t **result
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	*result = exec_result_json(&res);
+	*result = exec_result_json(e, t->call, &res);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
 out:
@@ -186,6 +201,43 @@ out:
 
 /* ---- files ------------------------------------------------------------------ */
 
+/* The page [offset, offset + limit) of a file's bytes; a utf-8 page ends
+ * on a character boundary unless that would leave it empty. */
+static json_t *read_page(struct sg_entry *e, const char *full, const struct sg_buf *buf,
+			 size_t offset, size_t limit, bool b64)
+{
+	const char *p = buf->data ? buf->data : "";
+	size_t n = buf->len, off = offset < n ? offset : n, k = n - off < limit ? n - off : limit;
+	json_t *r;
+
+	if (!b64 && off + k < n && sg_utf8_cut_back(p + off, k))
+		k = sg_utf8_cut_back(p + off, k);
+	/* Bytes that are not UTF-8 come back as base64, said so explicitly,
+	 * rather than silently altered. */
+	if (b64 || !sg_utf8_valid(p + off, k)) {
+		char *enc = sg_base64_encode(p + off, k);
+
+		r = json_pack("{s:s, s:s, s:s, s:I}", "path", full, "content", enc, "encoding", "base64",
+			      "size", (json_int_t)n);
+		free(enc);
+	} else {
+		r = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content", p + off, k, "encoding",
+			      "utf-8", "size", (json_int_t)n);
+	}
+	if (offset)
+		json_object_set_new(r, "offset", json_integer((json_int_t)off));
+	if (off + k < n) {
+		json_t *args = json_pack("{s:s, s:I, s:I, s:s}", "path", full, "offset",
+					 (json_int_t)(off + k), "limit", (json_int_t)limit, "sandbox_id", e->m.id);
+
+		if (b64)
+			json_object_set_new(args, "encoding", json_string("base64"));
+		sg_cut_note(r, "content", sg_cut_desc(n, -1, k, json_pack("[[I, I]]", (json_int_t)off,
+			(json_int_t)(off + k)), sg_cut_call("read_file", args)));
+	}
+	return r;
+}
+
 static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			  struct sg_err *err)
 {
@@ -193,11 +245,18 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	struct sg_entry *e = NULL;
 	struct sg_buf buf = { 0 };
 	char *full = NULL;
-	bool created;
+	double offset, limit;
+	bool created, b64;
 	int ret = -1;
 
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
-	    sg_arg_enum(args, "encoding", "utf-8", "utf-8|utf8|base64", &encoding, err) < 0)
+	    sg_arg_enum(args, "encoding", "utf-8", "utf-8|utf8|base64", &encoding, err) < 0 ||
+	    byte_arg(args, "offset", 0, 0, &offset, err) < 0)
+		goto out;
+	b64 = strcmp(encoding, "base64") == 0;
+	/* The default page fits the result budget once encoded. */
+	if (byte_arg(args, "limit", (double)(b64 ? sg_cut_budget() / 4 * 3 : sg_cut_budget()), 1,
+		     &limit, err) < 0)
 		goto out;
 	if (!*path) {
 		sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
@@ -211,19 +270,7 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	/* Bytes that are not UTF-8 come back as base64, said so explicitly,
-	 * rather than silently altered. */
-	if (strcmp(encoding, "base64") == 0 || !sg_utf8_valid(buf.data, buf.len)) {
-		char *b64 = sg_base64_encode(buf.data ? buf.data : "", buf.len);
-
-		*result = json_pack("{s:s, s:s, s:s, s:I}", "path", full, "content", b64,
-				    "encoding", "base64", "size", (json_int_t)buf.len);
-		free(b64);
-	} else {
-		*result = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content",
-				    buf.data ? buf.data : "", buf.len, "encoding", "utf-8", "size",
-				    (json_int_t)buf.len);
-	}
+	*result = read_page(e, full, &buf, (size_t)offset, (size_t)limit, b64);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
 out:
@@ -294,9 +341,40 @@ out:
 	return ret;
 }
 
+/* The entries from offset that fit the result's budget (one at least);
+ * files is stolen.  A cut names the entries, not bytes: total_entries,
+ * kept_entries [first, end). */
+static void list_page(struct sg_entry *e, json_t *result, const char *full, json_t *files,
+		      unsigned offset)
+{
+	size_t n = json_array_size(files), budget = sg_cut_budget(), used = 0, i;
+	json_t *page = json_array(), *d;
+
+	for (i = offset; i < n; i++) {
+		size_t sz = json_dumpb(json_array_get(files, i), NULL, 0, JSON_COMPACT) + 1;
+
+		if (i > offset && used + sz > budget)
+			break;
+		used += sz;
+		json_array_append(page, json_array_get(files, i));
+	}
+	json_object_set_new(result, "files", page);
+	if (offset)
+		json_object_set_new(result, "offset", json_integer(offset));
+	if (i < n) {
+		d = json_pack("{s:I, s:[I, I], s:o}", "total_entries", (json_int_t)n, "kept_entries",
+			      (json_int_t)offset, (json_int_t)i, "rest",
+			      sg_cut_call("list_files", json_pack("{s:s, s:I, s:s}", "path", full, "offset",
+							       (json_int_t)i, "sandbox_id", e->m.id)));
+		sg_cut_note(result, "files", d);
+	}
+	json_decref(files);
+}
+
 static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			   struct sg_err *err)
 {
+	unsigned offset;
 	const char *path;
 	struct sg_entry *e = NULL;
 	json_t *files = NULL;
@@ -304,7 +382,8 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	bool created;
 	int ret = -1;
 
-	if (sg_arg_str(args, "path", false, &path, err) < 0)
+	if (sg_arg_str(args, "path", false, &path, err) < 0 ||
+	    sg_arg_uint(args, "offset", 0, 0, 2000000000u, &offset, err) < 0)
 		goto out;
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
@@ -314,7 +393,8 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	*result = json_pack("{s:s, s:o}", "path", full, "files", files);
+	*result = json_pack("{s:s}", "path", full);
+	list_page(e, *result, full, files, offset);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
 out:
@@ -419,7 +499,10 @@ static const struct sg_tool cloud_tools[] = {
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"path\":" STR("File path") ","
 			  SANDBOX_ID ","
-			  "\"encoding\":" ENCODING("utf-8 or base64") "},\"required\":[\"path\"],\"additionalProperties\":false}",
+			  "\"encoding\":" ENCODING("utf-8 or base64") ","
+			  "\"offset\":{\"type\":\"integer\",\"description\":\"First byte\"},"
+			  "\"limit\":{\"type\":\"integer\",\"description\":\"Bytes\"}"
+			  "},\"required\":[\"path\"],\"additionalProperties\":false}",
 	  .fn = tool_read_file,
 	  .annotations = READ_ONLY,
 	  .output_schema = OUT("\"path\":" T_STR ",\"content\":" T_STR ",\"encoding\":" T_STR) },
@@ -437,7 +520,8 @@ static const struct sg_tool cloud_tools[] = {
 	  .description = "List a directory in a sandbox.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"path\":" STR("Default: the workspace") ","
-			  SANDBOX_ID CLOSED,
+			  SANDBOX_ID ","
+			  "\"offset\":{\"type\":\"integer\",\"description\":\"Entries to skip\"}" CLOSED,
 	  .fn = tool_list_files,
 	  .annotations = READ_ONLY,
 	  .output_schema = OUT("\"path\":" T_STR ",\"files\":" T_ARR) },

@@ -27,6 +27,7 @@
 #include "core/registry/machine.h"
 #include "core/protocol/session.h"
 #include "core/shell/shell.h"
+#include "core/tools/cut.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -34,7 +35,7 @@
 
 static size_t output_cap(void)
 {
-	return (size_t)sg_config_int("sandbox", "output_cap", 1 << 20);
+	return (size_t)sg_config_int("sandbox", "output_cap", 16 << 20);
 }
 
 static void code_result_release(struct sg_code_result *r)
@@ -407,13 +408,13 @@ out:
 
 /* ---- the result ------------------------------------------------------------------------ */
 
-static json_t *code_result_json(const char *lang, bool stateful, struct sg_code_result *r)
+static json_t *code_result_json(struct sg_tool_ctx *t, struct sg_entry *e, const char *lang,
+				bool stateful, struct sg_code_result *r)
 {
 	json_t *o = json_object(), *blocks = json_array(), *item;
 	size_t i;
 
-	json_object_set_new(o, "stdout", sg_json_bytes(r->out.data, r->out.len));
-	json_object_set_new(o, "stderr", sg_json_bytes(r->err.data, r->err.len));
+	sg_cut_streams(e, t->call, o, &r->out, r->out_truncated, &r->err, r->err_truncated);
 	json_object_set_new(o, "exit_code", json_integer(r->exit_code));
 	json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
 	json_object_set_new(o, "language", json_string(lang));
@@ -442,10 +443,6 @@ static json_t *code_result_json(const char *lang, bool stateful, struct sg_code_
 		json_object_set_new(o, "kernel_died", json_true());
 		json_object_set_new(o, "kernel_died_reason", json_string(r->died_reason));
 	}
-	if (r->out_truncated)
-		json_object_set_new(o, "stdout_truncated", json_true());
-	if (r->err_truncated)
-		json_object_set_new(o, "stderr_truncated", json_true());
 	if (json_array_size(blocks))
 		json_object_set_new(o, "_content", blocks);
 	else
@@ -512,7 +509,7 @@ int sg_tool_run_code(struct sg_tool_ctx *t, json_t *args, json_t **result, struc
 			sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	*result = code_result_json(lang, stateful, &res);
+	*result = code_result_json(t, e, lang, stateful, &res);
 	sg_tool_result_machine(*result, e, created);
 out:
 	code_result_release(&res);

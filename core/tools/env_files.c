@@ -12,6 +12,7 @@
 #include "core/base/conf.h"
 #include "core/base/err.h"
 #include "core/registry/machine.h"
+#include "core/tools/cut.h"
 #include "core/tools/env.h"
 #include "core/tools/fileops.h"
 #include "core/tools/patch.h"
@@ -377,6 +378,50 @@ out:
 	return ret;
 }
 
+/* Results past the result's budget (one at least) are left for the next
+ * call: cut.results names the entries kept and the call from there, as it
+ * does when the page (limit) ended before the matches did. */
+static void search_cut(json_t *r, json_t *args, unsigned offset)
+{
+	json_t *res = json_object_get(r, "results"), *next, *v;
+	size_t budget = sg_cut_budget(), used = 0, k = 0;
+	bool more = json_is_true(json_object_get(r, "truncated"));
+	const char *key;
+	void *tmp;
+
+	if (json_is_array(res)) {
+		for (; k < json_array_size(res); k++) {
+			size_t sz = json_dumpb(json_array_get(res, k), NULL, 0, JSON_COMPACT) + 1;
+
+			if (k && used + sz > budget)
+				break;
+			used += sz;
+		}
+		more |= k < json_array_size(res);
+		while (json_array_size(res) > k)
+			json_array_remove(res, k);
+	} else if (json_is_object(res)) {
+		json_object_foreach_safe(res, tmp, key, v) {
+			size_t sz = strlen(key) + json_dumpb(v, NULL, 0, JSON_COMPACT) + 4;
+
+			if (k && used + sz > budget) {
+				json_object_del(res, key);
+				more = true;
+				continue;
+			}
+			used += sz;
+			k++;
+		}
+	}
+	if (!more)
+		return;
+	next = json_deep_copy(args);
+	json_object_set_new(next, "offset", json_integer((json_int_t)(offset + k)));
+	sg_cut_note(r, "results", json_pack("{s:[I, I], s:o}", "kept_entries", (json_int_t)offset,
+					    (json_int_t)(offset + k), "rest",
+					    sg_cut_call("sandbox_file_search", next)));
+}
+
 int sg_tool_file_search(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
 	struct sg_search q = { 0 };
@@ -407,6 +452,7 @@ int sg_tool_file_search(struct sg_tool_ctx *t, json_t *args, json_t **result, st
 	q.path = full;
 	if (sg_fileops_search(e, &q, t->call, result, err) < 0)
 		goto out;
+	search_cut(*result, args, q.offset);
 	json_object_set_new(*result, "path", json_string(full));
 	sg_env_add_machine(*result, e, created);
 	ret = 0;

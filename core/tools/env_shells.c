@@ -9,6 +9,7 @@
 #include "core/base/err.h"
 #include "core/registry/machine.h"
 #include "core/shell/shell.h"
+#include "core/tools/cut.h"
 #include "core/tools/env.h"
 
 /* ---- shells ------------------------------------------------------------------------ */
@@ -35,6 +36,23 @@ int sg_env_shell(struct sg_tool_ctx *t, json_t *args, struct sg_shell **sh, bool
 	return *sh ? 0 : -1;
 }
 
+/* A shell keeps a head and a tail of what does not fit max_output; the
+ * middle is gone, so the cut names no call but how to keep it all. */
+static void shell_cut(json_t *r)
+{
+	json_int_t total = json_integer_value(json_object_get(r, "output_bytes"));
+	json_int_t dropped = json_integer_value(json_object_get(r, "dropped_bytes"));
+	json_t *d;
+
+	if (dropped <= 0)
+		return;
+	d = sg_cut_desc((uint64_t)total, -1, (uint64_t)(total - dropped), NULL, NULL);
+	json_object_del(d, "kept");
+	json_object_set_new(d, "note", json_string(
+		"the middle is not kept: pass a larger max_output (to 16777216), or redirect to a file and page it with sandbox_file_read"));
+	sg_cut_note(r, "output", d);
+}
+
 int sg_tool_shell_exec(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
 	struct sg_shell_exec req = { 0 };
@@ -57,6 +75,7 @@ int sg_tool_shell_exec(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 	req.max_output = max_output;
 	if (sg_shell_exec(sh, &req, t->call, result, err) < 0)
 		goto out;
+	shell_cut(*result);
 	sg_env_add_machine(*result, sg_shell_machine(sh), created);
 	ret = 0;
 out:
@@ -76,6 +95,8 @@ int sg_tool_shell_read(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 	if (sg_env_shell(t, args, &sh, &created, err) < 0)
 		return -1;
 	ret = sg_shell_read(sh, max_output, result, err);
+	if (ret == 0)
+		shell_cut(*result);
 	if (ret == 0)
 		sg_env_add_machine(*result, sg_shell_machine(sh), created);
 	sg_shell_put(sh);

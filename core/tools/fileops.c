@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "core/base/err.h"
+#include "core/tools/cut.h"
 #include "core/tools/fileops.h"
 #include "core/registry/machine.h"
 #include "core/base/args.h"
@@ -245,15 +246,19 @@ static json_t *read_missing(const char *path, const char *status, const char *p,
 	return r;
 }
 
-/* Renders "N|line" lines into out; returns the number of lines. */
+/* Renders "N|line" lines into out, at most budget bytes (one line at
+ * least); returns the number of lines, those cut at READ_LINE_MAX added to
+ * cut_lines. */
 static unsigned render_lines(struct sg_buf *out, const char *p, const char *end, unsigned first,
-			     bool *crlf)
+			     bool *crlf, size_t budget, json_t *cut_lines)
 {
 	unsigned n = 0;
 	const char *l;
 	size_t len;
 
 	while ((l = next_line(&p, end, &len))) {
+		size_t before = out->len;
+
 		char *line = strndup(l + 1, len ? len - 1 : 0), num[24];
 		size_t ll = len ? len - 1 : 0;
 		bool cut = len && l[0] == 'T';
@@ -278,9 +283,67 @@ static unsigned render_lines(struct sg_buf *out, const char *p, const char *end,
 			sg_buf_append(out, "... [truncated]", 15);
 		sg_buf_append(out, "\n", 1);
 		free(line);
+		if (n > 0 && out->len > budget) {
+			out->len = before;
+			break;
+		}
+		if (cut)
+			json_array_append_new(cut_lines, json_integer(first + n));
 		n++;
 	}
 	return n;
+}
+
+/* Single-quoted for sh. New string. */
+static char *sh_quote(const char *s)
+{
+	struct sg_buf b = { 0 };
+
+	sg_buf_append(&b, "'", 1);
+	for (; *s; s++)
+		if (*s == '\'')
+			sg_buf_append(&b, "'\\''", 4);
+		else
+			sg_buf_append(&b, s, 1);
+	sg_buf_append(&b, "'", 1);
+	sg_buf_append(&b, "", 1);
+	return b.data;
+}
+
+/* "truncated" and, when something was cut, "cut": {"output": ...}: the
+ * next page, and the lines cut at READ_LINE_MAX characters with the
+ * command that prints the rest of the first. */
+static void read_cut(json_t *r, const char *path, unsigned long long size, unsigned long long total,
+		     unsigned offset, unsigned shown, unsigned limit, size_t kept, json_t *cut_lines)
+{
+	unsigned long long last = (unsigned long long)offset + shown - 1;
+	json_t *rest = NULL, *d;
+
+	if (total <= last && !json_array_size(cut_lines)) {
+		json_object_set_new(r, "truncated", json_false());
+		json_decref(cut_lines);
+		return;
+	}
+	if (total > last)
+		rest = sg_cut_call("sandbox_file_read", json_pack("{s:s, s:I, s:i}", "path", path, "offset",
+			(json_int_t)(last + 1), "limit", (int)limit));
+	d = sg_cut_desc(size, (long long)total, kept, NULL, rest);
+	json_object_del(d, "kept");
+	json_object_set_new(d, "kept_lines", json_pack("[I, I]", (json_int_t)offset, (json_int_t)last));
+	if (json_array_size(cut_lines)) {
+		char *q = sh_quote(path), *cmd = sg_xasprintf("awk 'NR==%lld { print substr($0, %d) }' %s",
+			(long long)json_integer_value(json_array_get(cut_lines, 0)), READ_LINE_MAX + 1, q);
+
+		json_object_set_new(d, "line_max_chars", json_integer(READ_LINE_MAX));
+		json_object_set_new(d, "lines_cut", cut_lines);
+		json_object_set_new(d, "line_rest", sg_cut_call("sandbox_shell_exec",
+			json_pack("{s:s}", "command", cmd)));
+		free(cmd);
+		free(q);
+	} else {
+		json_decref(cut_lines);
+	}
+	sg_cut_note(r, "output", d);
 }
 
 int sg_fileops_read(struct sg_entry *e, const char *path, unsigned offset, unsigned limit,
@@ -296,6 +359,7 @@ int sg_fileops_read(struct sg_entry *e, const char *path, unsigned offset, unsig
 	const char *p, *end, *l;
 	size_t len;
 	unsigned shown;
+	json_t *cut_lines;
 	bool crlf = false, bom;
 	int ret = -1;
 
@@ -348,11 +412,17 @@ int sg_fileops_read(struct sg_entry *e, const char *path, unsigned offset, unsig
 	bom = false;
 	if (offset == 1 && p + 4 <= end && !memcmp(p + 1, "\xEF\xBB\xBF", 3))
 		bom = true;
-	shown = render_lines(&out, p, end, offset, &crlf);
-	*result = json_pack("{s:s, s:s, s:i, s:i, s:I, s:b, s:o}", "status", "ok", "path", path,
+	cut_lines = json_array();
+	shown = render_lines(&out, p, end, offset, &crlf, sg_cut_budget(), cut_lines);
+	/* The page may end early: the result's budget. */
+	if (shown > 0 && (unsigned long long)offset + shown - 1 < last && total > (unsigned long long)offset + shown - 1)
+		last = (unsigned long long)offset + shown - 1;
+	*result = json_pack("{s:s, s:s, s:i, s:i, s:I, s:o}", "status", "ok", "path", path,
 			    "offset", (int)offset, "limit", (int)limit, "total_lines", (json_int_t)total,
-			    "truncated", total > last, "output", sg_json_bytes(out.data, out.len));
+			    "output", sg_json_bytes(out.data, out.len));
 	json_object_set_new(*result, "file_size", json_integer((json_int_t)size));
+	read_cut(*result, path, size, total, offset, shown ? shown : (unsigned)(last - offset + 1), limit,
+		 out.len, cut_lines);
 	if (total > last)
 		json_object_set_new(*result, "hint", take_str(sg_xasprintf(
 			"Use offset=%llu to continue reading (showing %u-%llu of %llu lines)", last + 1,

@@ -27,8 +27,9 @@ t.run(async () => {
   t.is(quote.stdout, 'héllo "wörld" ✓ $x `y`', 'quoting and UTF-8 survive');
 
   const big = await srv.tool('run_command', { command: "head -c 300000 /dev/zero | tr '\\0' a" });
-  t.is(big.stdout.length, 300000, '300000 bytes of stdout arrive whole');
-  t.ok(/^a+$/.test(big.stdout), '... and intact');
+  t.hasFields(big.cut?.stdout ?? {}, { total_bytes: 300000, kept_bytes: 81920 }, '300000 bytes of stdout: the result keeps 81920 ([server] max_result_bytes)');
+  const whole = await srv.tool('read_file', { path: big.cut?.stdout?.path, limit: 300000 });
+  t.ok(whole.content.length === 300000 && /^a+$/.test(whole.content), '... and the saved file holds all of it, intact');
 
   const empty = await srv.tool('run_command', { command: 'true' });
   t.hasFields(empty, { stdout: '', stderr: '', exit_code: 0 }, 'a silent command');

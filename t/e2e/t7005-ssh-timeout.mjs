@@ -49,9 +49,10 @@ t.run(async () => {
   // a flood: capped, flagged, and still on time
   const f0 = Date.now();
   const flood = await srv.tool('run_command', { command: `yes flood-${tag}`, timeout: 2 });
-  t.ok(flood.timed_out && flood.stdout_truncated === true && flood.stdout.length === 1024 * 1024 && flood.stdout.startsWith(`flood-${tag}\n`),
-    'a flood of output: timed out, stdout capped at 1 MiB and flagged truncated',
-    { timed_out: flood.timed_out, truncated: flood.stdout_truncated, len: flood.stdout.length });
+  t.ok(flood.timed_out && flood.truncated === true && flood.cut?.stdout?.output_cap_hit === true
+    && flood.cut?.stdout?.total_bytes === 16 * 1024 * 1024 && flood.stdout.startsWith(`flood-${tag}\n`),
+    'a flood of output: timed out, stdout capped at [sandbox] output_cap (16 MiB) and said so',
+    { timed_out: flood.timed_out, cut: flood.cut, len: flood.stdout.length });
   t.cmp(Date.now() - f0, '<', 8000, 'the flood did not hold the timeout off');
   t.ok(await waitFor(async () => (await procs(`yes flood-${tag}`)).length === 0, 3000), 'no yes process is left');
 

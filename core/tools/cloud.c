@@ -485,11 +485,11 @@ static const struct sg_tool cloud_tools[] = {
 	  .fn = sg_tool_run_code,
 	  	  .output_schema = OUT(OUT_RUN ",\"stateful\":" T_BOOL ",\"results\":" T_ARR) },
 	{ .name = "run_command",
-	  .description = "Run a shell command (/bin/sh -c) in a sandbox; a non-zero exit is in exit_code.",
+	  .description = "Run a shell command (/bin/sh -c) in a sandbox.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"command\":" STR("Shell command") ","
 			  SANDBOX_ID ","
-			  "\"cwd\":" STR("Default: the workspace") ","
+			  "\"cwd\":" STR("Default workspace") ","
 			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"sandbox.command_timeout\"},\"description\":\"Seconds\"},"
 			  "\"envs\":" ENVS("Extra env") "},\"required\":[\"command\"],\"additionalProperties\":false}",
 	  .fn = tool_run_command,
@@ -519,7 +519,7 @@ static const struct sg_tool cloud_tools[] = {
 	{ .name = "list_files",
 	  .description = "List a directory in a sandbox.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
-			  "\"path\":" STR("Default: the workspace") ","
+			  "\"path\":" STR("Default workspace") ","
 			  SANDBOX_ID ","
 			  "\"offset\":{\"type\":\"integer\",\"description\":\"Entries to skip\"}" CLOSED,
 	  .fn = tool_list_files,

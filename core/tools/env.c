@@ -138,7 +138,7 @@ static void search_schema(json_t *schema)
 
 static const struct sg_tool env_tools[] = {
 	{ .name = "sandbox_shell_exec",
-	  .description = "Run a command in a persistent bash; past timeout it runs on (see sandbox_shell_read).",
+	  .description = "Run a command in a persistent bash; past timeout see sandbox_shell_read.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"command\":" STR("Bash command") ","
 			  "\"shell_id\":" STR("Omit for default") ","
@@ -164,7 +164,7 @@ static const struct sg_tool env_tools[] = {
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"path\":" STR("File path") ","
 			  MACHINE ","
-			  "\"offset\":{\"type\":\"integer\",\"default\":1,\"description\":\"First line, from 1\"},"
+			  "\"offset\":{\"type\":\"integer\",\"default\":1,\"description\":\"First line\"},"
 			  "\"limit\":{\"type\":\"integer\",\"maximum\":2000,\"default\":500,\"description\":\"Lines\"}"
 			  "},\"required\":[\"path\"],\"additionalProperties\":false}",
 	  .fn = sg_tool_file_read,
@@ -200,7 +200,7 @@ static const struct sg_tool env_tools[] = {
 			  "\"search_type\":{\"type\":\"string\",\"enum\":[\"content\",\"files\"],\"default\":\"content\",\"description\":\"Pattern kind\"},"
 			  MACHINE ","
 			  "\"path\":" STR("Directory or file") ","
-			  "\"file_glob\":" STR("Only files like *.py") ","
+			  "\"file_glob\":" STR("Like *.py") ","
 			  "\"limit\":{\"type\":\"integer\",\"default\":50,\"description\":\"Results\"},"
 			  "\"offset\":{\"type\":\"integer\",\"description\":\"Results skipped\"},"
 			  "\"output_mode\":{\"type\":\"string\",\"enum\":[\"content\",\"files_only\",\"count\"],\"default\":\"content\",\"description\":\"Result form\"},"
@@ -214,7 +214,7 @@ static const struct sg_tool env_tools[] = {
 	  .description = "Manage machines and shells; action help lists the actions.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
 			  "\"action\":" STR("help, status or another") ","
-			  "\"params\":{\"type\":\"object\",\"description\":\"Its params (or flat)\"}"
+			  "\"params\":{\"type\":\"object\",\"description\":\"Action params\"}"
 			  "},\"required\":[\"action\"],\"additionalProperties\":true}",
 	  .fn = sg_tool_env,
 	  	  .output_schema = "{\"type\":\"object\"}" },
@@ -224,7 +224,7 @@ static const struct sg_tool audit_tool[] = {
 	{ .name = "sandbox_audit_query",
 	  .description = "Read the audit log of tool calls.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
-			  "\"tail\":{\"type\":\"integer\",\"default\":5000,\"description\":\"Newest rows searched\"},"
+			  "\"tail\":{\"type\":\"integer\",\"default\":5000,\"description\":\"Rows searched\"},"
 			  "\"start\":{\"type\":\"integer\",\"description\":\"First row\"},"
 			  "\"end\":" INT("Default start+100") ","
 			  "\"action\":" STR("Action") ","

@@ -112,7 +112,21 @@ static json_t *handle_initialize(struct sg_session *s, json_t *params, json_t **
 	 * latest and let the client decide. */
 	if (sg_mcp_version_supported(asked))
 		chosen = asked;
+	/* Once per session (lifecycle: initialization is the first
+	 * interaction): a second one would change the version the session's
+	 * transport and batches already follow.  Checked and set under one
+	 * lock, so two racing initializes cannot both pass. */
 	pthread_mutex_lock(&s->lock);
+	if (s->protocol[0]) {
+		char msg[240];
+
+		snprintf(msg, sizeof(msg),
+			 "initialize was already answered in this session (protocol %s): a session is initialized once; to start over, open a new session (stdio: a new process; HTTP: initialize without Mcp-Session-Id)",
+			 s->protocol);
+		pthread_mutex_unlock(&s->lock);
+		*error = sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL);
+		return NULL;
+	}
 	snprintf(s->protocol, sizeof(s->protocol), "%s", chosen);
 	pthread_mutex_unlock(&s->lock);
 	return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",

@@ -31,9 +31,23 @@
  *   struct req     one HTTP request (MHD's con_cls), freed when MHD reports
  *                  the request complete.
  *
- * Lock order: srv.lock, then an hsess lock.  The core's session lock is
- * never taken while holding either.  MHD_resume_connection() is called
- * with no lock held.
+ * Lock order: a thread holding one of these may take the ones after it,
+ * never one before it:
+ *   1. MHD's response mutex (MHD holds it while it calls sse_read()),
+ *   2. srv.lock,
+ *   3. an hsess lock, or the core's session lock (sg_session.lock; never
+ *      both at once),
+ *   4. MHD's daemon mutex (MHD_suspend_connection() takes it; it is called
+ *      under an hsess lock so that the resume cannot come before it).
+ * MHD_queue_response() takes the response's mutex (1), so a response is
+ * queued only with no lock held.  Queueing the SSE response of a POST
+ * under its hsess lock made ThreadSanitizer report a lock-order inversion
+ * between libmicrohttpd and this file: hsess lock then response mutex on
+ * the request's thread (post_handle), response mutex then hsess lock in
+ * sse_read() on the same response.  It could not deadlock as it was (a
+ * response is queued once, on its connection's own thread, before MHD reads
+ * from it), but only that timing kept it so; now the order holds.
+ * MHD_resume_connection() is called with no lock held.
  */
 #include "config.h"
 
@@ -94,32 +108,33 @@ static enum MHD_Result queue(struct req *r, unsigned status, struct MHD_Response
 	return ret;
 }
 
-/* Answers with body (taken: freed by MHD) as application/json. */
-static enum MHD_Result reply_json(struct req *r, unsigned status, char *body, size_t len,
-				  const char *session_id)
+/* Responses are made by the *_response() functions and queued by queue(),
+ * never while an hsess lock is held (see the lock order above). */
+
+/* body (taken: freed by MHD) as application/json. */
+static struct MHD_Response *json_response(char *body, size_t len, const char *session_id)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 
 	if (!resp) {
 		free(body);
-		return MHD_NO;
+		return NULL;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (session_id)
 		MHD_add_response_header(resp, HDR_SESSION, session_id);
-	return queue(r, status, resp);
+	return resp;
 }
 
-static enum MHD_Result reply_empty(struct req *r, unsigned status)
+static struct MHD_Response *empty_response(void)
 {
-	return queue(r, status,
-		     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+	return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 }
 
 /* An HTTP error with a JSON-RPC error body without id (MCP basic/transports:
  * "the HTTP response body MAY comprise a JSON-RPC error response that has
  * no id"); -32001 is what the SDKs use for an unknown session. */
-static enum MHD_Result reply_error(struct req *r, unsigned status, const char *msg)
+static struct MHD_Response *error_response(const struct req *r, unsigned status, const char *msg)
 {
 	json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
 			      status == MHD_HTTP_NOT_FOUND ? -32001 : -32000,
@@ -129,12 +144,9 @@ static enum MHD_Result reply_error(struct req *r, unsigned status, const char *m
 	struct MHD_Response *resp;
 
 	json_decref(j);
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	resp = json_response(body, len, NULL);
+	if (!resp)
+		return NULL;
 	if (status == MHD_HTTP_UNAUTHORIZED)
 		/* RFC 6750 section 3. */
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -145,7 +157,23 @@ static enum MHD_Result reply_error(struct req *r, unsigned status, const char *m
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
 	SG_DEBUG("http: %u %s", status, msg);
-	return queue(r, status, resp);
+	return resp;
+}
+
+static enum MHD_Result reply_json(struct req *r, unsigned status, char *body, size_t len,
+				  const char *session_id)
+{
+	return queue(r, status, json_response(body, len, session_id));
+}
+
+static enum MHD_Result reply_empty(struct req *r, unsigned status)
+{
+	return queue(r, status, empty_response());
+}
+
+static enum MHD_Result reply_error(struct req *r, unsigned status, const char *msg)
+{
+	return queue(r, status, error_response(r, status, msg));
 }
 
 /* ---- request checks (transports/http_check.c) ------------------------------ */
@@ -258,20 +286,27 @@ static bool post_register(struct req *r)
 
 /* Chooses how the reply travels (hs->lock held, after sg_mcp_handle()):
  * SSE when the client takes it and the reply is not complete yet (or
- * notifications came first); JSON otherwise (doc/http.md). */
-static enum MHD_Result post_decide_locked(struct req *r, int n, const char *new_id, bool prime)
+ * notifications came first); JSON otherwise (doc/http.md).  Returns the
+ * response for the caller to queue once the lock is released, its status
+ * in *status; or NULL with *status 0 when the connection is parked until
+ * the final message (JSON mode, still running); or NULL with *status set
+ * when no response could be made. */
+static struct MHD_Response *post_decide_locked(struct req *r, int n, const char *new_id, bool prime,
+					       unsigned *status)
 {
 	struct stream *st = r->st;
-	struct MHD_Response *resp;
 	char *body;
 
+	*status = MHD_HTTP_OK;
 	/* 202: only notifications or responses, or a call cancelled already */
-	if (!st->final && (n == 0 || st->done))
-		return reply_empty(r, MHD_HTTP_ACCEPTED);
+	if (!st->final && (n == 0 || st->done)) {
+		*status = MHD_HTTP_ACCEPTED;
+		return empty_response();
+	}
 	if (st->done && st->final && (!r->v.want_sse || (r->v.want_json && st->out.len == 0))) {
 		body = st->final;
 		st->final = NULL;
-		return reply_json(r, MHD_HTTP_OK, body, st->final_len, new_id);
+		return json_response(body, st->final_len, new_id);
 	}
 	if (r->v.want_sse) {
 		st->mode = MODE_SSE;
@@ -284,24 +319,27 @@ static enum MHD_Result post_decide_locked(struct req *r, int n, const char *new_
 		}
 		http_stream_list_locked(st);
 		st->conn = r->conn;
-		resp = http_sse_response_locked(st);
-		return queue(r, MHD_HTTP_OK, resp);
+		return http_sse_response_locked(st);
 	}
-	/* JSON, still running: park the connection until the final message. */
+	/* JSON, still running: park the connection until the final message.
+	 * Suspended under the lock, so that the final message's resume
+	 * (http_send(), under the same lock) cannot come before it. */
 	st->mode = MODE_JSON;
 	sg_buf_release(&st->out);
 	http_stream_list_locked(st);
 	st->conn = r->conn;
 	st->suspended = true;
 	MHD_suspend_connection(r->conn);
-	return MHD_YES;
+	*status = 0;
+	return NULL;
 }
 
 static enum MHD_Result post_handle(struct req *r)
 {
 	bool is_new = false, registered = false, prime;
+	struct MHD_Response *resp;
 	struct hsess *hs;
-	enum MHD_Result ret;
+	unsigned status;
 	int n;
 
 	if (!r->hs) {
@@ -336,12 +374,19 @@ static enum MHD_Result post_handle(struct req *r)
 	 * reference keeps the stream alive here. */
 	if (n == 0 && r->st->owed)
 		http_stream_settle_locked(r->st);
-	if (r->v.status) /* initialize answered, but no room for the session */
-		ret = reply_error(r, r->v.status, r->v.why);
-	else
-		ret = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime);
+	if (r->v.status) { /* initialize answered, but no room for the session */
+		status = r->v.status;
+		resp = error_response(r, r->v.status, r->v.why);
+	} else {
+		resp = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime, &status);
+	}
 	pthread_mutex_unlock(&hs->lock);
-	return ret;
+	/* Queued with no lock held: MHD_queue_response() takes the response's
+	 * mutex, and MHD holds that mutex while it calls sse_read(), which
+	 * takes hs->lock (the lock order above). */
+	if (!resp)
+		return status ? MHD_NO : MHD_YES;
+	return queue(r, status, resp);
 }
 
 /* The JSON-mode wait is over: the final message, or none (cancelled, or

@@ -151,7 +151,7 @@ const containerIds = new Set();  // every container id the test looked at
 
 export function trackSandbox(id) { if (typeof id === 'string' && id) sandboxIds.add(id); }
 
-const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|LeakSanitizer|AddressSanitizer:DEADLYSIGNAL/;
+const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|LeakSanitizer|AddressSanitizer:DEADLYSIGNAL|WARNING: ThreadSanitizer/;
 
 function sanitizerReport(file) {
   let text;

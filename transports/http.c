@@ -103,6 +103,7 @@ static enum MHD_Result queue(struct req *r, unsigned status, struct MHD_Response
 	if (!resp)
 		return MHD_NO;
 	r->responded = true;
+	http_conn_whole(r->conn); /* answered: its deadline no longer runs */
 	ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -634,23 +635,81 @@ static void req_free(struct req *r)
 	atomic_fetch_sub(&http_srv.live_reqs, 1);
 }
 
-static void req_body(struct req *r, const char *data, size_t n)
+/* Set on an MHD thread just before it is told to close a connection on
+ * purpose, so that mhd_log() leaves out MHD's "internal error" line. */
+static __thread bool closing_on_purpose;
+
+static enum MHD_Result close_on_purpose(void)
 {
+	closing_on_purpose = true;
+	return MHD_NO;
+}
+
+/* A body that outgrows [server] max_message_bytes while it arrives
+ * (chunked: no Content-Length to refuse it by) is refused at once.
+ * libmicrohttpd 0.9.75 cannot queue a response while it hands out upload
+ * data (microhttpd.h, MHD_AccessHandlerCallback), and nothing has been sent
+ * on the connection yet, so the 413 is written to the socket here, with
+ * Connection: close.  The rest of the body is then read and dropped for
+ * REFUSE_LINGER_MS (a client still sending would otherwise get a reset
+ * instead of the answer) and the connection closed.  Returns MHD_YES to
+ * read on, MHD_NO when the answer could not be written (closed at once). */
+static enum MHD_Result refuse_now(struct req *r, unsigned status, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+			      -32000, "message", msg);
+	size_t len, hlen, off = 0;
+	char *body = sg_rpc_dump(j, &len), head[160];
+	struct sg_buf out = { 0 };
+	MHD_socket fd = http_conn_fd(r->conn);
+
+	json_decref(j);
+	hlen = (size_t)snprintf(head, sizeof(head),
+				"HTTP/1.1 %u Content Too Large\r\nConnection: close\r\n"
+				"Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+				status, len);
+	http_buf_add(&out, head, hlen);
+	http_buf_add(&out, body, len);
+	free(body);
+	while (fd != MHD_INVALID_SOCKET && off < out.len) {
+		ssize_t w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	sg_buf_release(&out);
+	r->responded = true;
+	r->refused_ms = sg_now_ms();
+	http_conn_whole(r->conn);
+	SG_DEBUG("http: %u %s (while the body arrived)", status, msg);
+	return off == hlen + len ? MHD_YES : close_on_purpose();
+}
+
+/* Takes n more bytes of the body.  Returns MHD_YES, or MHD_NO to close the
+ * connection. */
+static enum MHD_Result req_body(struct req *r, const char *data, size_t n)
+{
+	if (r->refused_ms)
+		return sg_now_ms() - r->refused_ms < REFUSE_LINGER_MS ? MHD_YES : close_on_purpose();
 	if (r->v.status || r->responded)
-		return; /* an error is coming: the body is read and dropped */
+		return MHD_YES; /* an error is coming: the body is read and dropped */
 	if (r->v.kind != SG_HTTP_POST) {
 		fail(r, MHD_HTTP_BAD_REQUEST, "bad request: %s takes no body",
 		     r->v.kind == SG_HTTP_GET ? "GET" : "DELETE");
-		return;
+		return MHD_YES;
 	}
-	if (r->body.len + n > http_srv.conf.max_body) {
+	/* The cap holds while the body grows, chunked or not. */
+	if (n > http_srv.conf.max_body - r->body.len) {
+		char msg[128];
+
 		sg_buf_release(&r->body);
-		fail(r, MHD_HTTP_CONTENT_TOO_LARGE,
-		     "message larger than %zu bytes ([server] max_message_bytes)", http_srv.conf.max_body);
-		reply_error(r, r->v.status, r->v.why);
-		return;
+		snprintf(msg, sizeof(msg), "message larger than %zu bytes ([server] max_message_bytes)",
+			 http_srv.conf.max_body);
+		return refuse_now(r, MHD_HTTP_CONTENT_TOO_LARGE, msg);
 	}
 	http_buf_add(&r->body, data, n);
+	return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -674,12 +733,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		req_body(r, upload, *upload_size);
+		enum MHD_Result go = req_body(r, upload, *upload_size);
+
 		*upload_size = 0;
-		return MHD_YES;
+		return go;
 	}
+	if (r->refused_ms) /* answered already, on the socket */
+		return close_on_purpose();
 	if (r->responded)
 		return MHD_YES;
+	http_conn_whole(conn); /* all in: the deadline stops */
 	if (r->v.status)
 		return reply_error(r, r->v.status, r->v.why);
 	switch (r->v.kind) {
@@ -702,6 +765,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct stream *st;
 
 	(void)cls;
+	http_conn_ended(conn); /* the next request's deadline starts */
 	if (!r)
 		return;
 	*con_cls = NULL;
@@ -725,17 +789,70 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	req_free(r);
 }
 
+/* libmicrohttpd's messages, each text at most once every LOG_EVERY_MS with
+ * how many were left out (a flood of connections would otherwise write a
+ * line each: "Server reached connection limit"). */
+#define LOG_EVERY_MS 5000
+#define LOG_KINDS 8
+
+static struct {
+	pthread_mutex_t lock;
+	struct { char text[96]; int64_t at; unsigned skipped; } kind[LOG_KINDS];
+	unsigned next;
+} mlog = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Returns how many like msg were left out since the last one written, or
+ * -1 to leave this one out too. */
+static long mhd_log_turn(const char *msg)
+{
+	int64_t now = sg_now_ms();
+	long skipped = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&mlog.lock);
+	for (i = 0; i < LOG_KINDS; i++)
+		if (!strncmp(mlog.kind[i].text, msg, sizeof(mlog.kind[i].text) - 1))
+			break;
+	if (i == LOG_KINDS) {
+		i = mlog.next++ % LOG_KINDS;
+		snprintf(mlog.kind[i].text, sizeof(mlog.kind[i].text), "%s", msg);
+		mlog.kind[i].skipped = 0;
+		mlog.kind[i].at = now;
+	} else if (now - mlog.kind[i].at < LOG_EVERY_MS) {
+		mlog.kind[i].skipped++;
+		skipped = -1;
+	} else {
+		skipped = (long)mlog.kind[i].skipped;
+		mlog.kind[i].skipped = 0;
+		mlog.kind[i].at = now;
+	}
+	pthread_mutex_unlock(&mlog.lock);
+	return skipped;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 	size_t n;
+	long skipped;
 
 	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	SG_WARN("http: libmicrohttpd: %s", msg);
+	if (closing_on_purpose && strstr(msg, "internal error")) {
+		closing_on_purpose = false;
+		return; /* refuse_now() or a lingering refused body: said already */
+	}
+	skipped = mhd_log_turn(msg);
+	if (skipped < 0)
+		return;
+	if (skipped > 0)
+		SG_WARN("http: libmicrohttpd: %s (%ld more like it in the last %d s)", msg, skipped,
+			LOG_EVERY_MS / 1000);
+	else
+		SG_WARN("http: libmicrohttpd: %s", msg);
 }
 
 /* ---- listening, signals, shutdown --------------------------------------------- */
@@ -857,9 +974,13 @@ static unsigned pool_size(void)
 	return n < 1 ? 1 : n > 4 ? 4 : (unsigned)n;
 }
 
+/* Every option here is in libmicrohttpd 0.9.75 (configure's minimum):
+ * PER_IP_CONNECTION_LIMIT and NOTIFY_CONNECTION long before it (0.9.x
+ * headers without an "available since" note), and the connection info
+ * kinds http_conns.c reads (CONNECTION_FD, SOCKET_CONTEXT) as well. */
 static struct MHD_Daemon *daemon_start(int fd, bool v6)
 {
-	unsigned limit = (unsigned)http_srv.conf.max_sessions * 8 + 64;
+	const struct http_conf *c = &http_srv.conf;
 
 	return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 				MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
@@ -868,8 +989,10 @@ static struct MHD_Daemon *daemon_start(int fd, bool v6)
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_THREAD_POOL_SIZE, pool_size(),
-				MHD_OPTION_CONNECTION_LIMIT, limit < 1024 ? 1024u : limit,
+				MHD_OPTION_CONNECTION_LIMIT, c->conn_limit,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_client,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+				MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, NULL,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 				MHD_OPTION_END);
 }
@@ -888,6 +1011,7 @@ static void serve(void)
 			return;
 		}
 		http_janitor_tick();
+		http_conns_tick(sg_now_ms(), http_srv.conf.request_ms);
 	}
 }
 
@@ -959,9 +1083,11 @@ int sg_http_run(void)
 		goto out;
 	}
 	fd = -1; /* MHD's now; MHD_quiesce_daemon() hands it back */
-	SG_INFO("http: listening on %s (%s, %d sessions at most, idle TTL %lld s)", url,
-		http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication: loopback only",
-		http_srv.conf.max_sessions, (long long)(http_srv.conf.ttl_ms / 1000));
+	SG_INFO("http: listening on %s (%s, %d sessions at most, idle TTL %lld s, %u connections, %u per client address, %lld s per request)",
+		url, http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication: loopback only",
+		http_srv.conf.max_sessions, (long long)(http_srv.conf.ttl_ms / 1000),
+		http_srv.conf.conn_limit, http_srv.conf.per_client,
+		(long long)(http_srv.conf.request_ms / 1000));
 	serve();
 	shutdown_server();
 	rc = 0;

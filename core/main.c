@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/protocol/call.h"
+#include "core/registry/audit.h"
 #include "core/cli/cli.h"
 #include "core/cli/progress.h"
 #include "core/base/conf.h"
@@ -326,6 +327,7 @@ static int run_call(const struct cli *c)
 	struct sg_call *call;
 	struct sg_tool_ctx t;
 	char owner[64];
+	int64_t t0;
 	int rc;
 
 	if (!tool) {
@@ -350,8 +352,13 @@ static int run_call(const struct cli *c)
 	json_decref(token);
 	t.s = s;
 	t.call = call;
+	t0 = sg_now_ms();
 	res = sg_tool_call(&t, tool, args);
 	sg_cli_progress_end();
+	/* A row like a session's (the audit writer is stopped, and the row
+	 * written, by sg_tools_fini()). */
+	sg_audit_tool_call(s, tool->name, args, res, sg_now_ms() - t0, false);
+	args = NULL; /* the row's now */
 	if (json_is_true(json_object_get(res, "isError"))) {
 		fprintf(stderr, "sandgate: %s: %s\n", c->tool,
 			json_string_value(json_object_get(

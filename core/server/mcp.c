@@ -163,7 +163,8 @@ static void run_job(struct sg_exec_job *ex)
 	took = sg_now_ms() - t0;
 	cancelled = sg_call_cancelled(call);
 	/* The row is queued before the reply, so a client that queries the log
-	 * next sees the call it just made; it is written after (the kick). */
+	 * next sees the call it just made; the writer writes it later, in a
+	 * batch. */
 	sg_audit_tool_call(s, job->tool->name, job->args, result, took, cancelled);
 	job->args = NULL; /* the audit row's now */
 	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)took);
@@ -178,7 +179,6 @@ static void run_job(struct sg_exec_job *ex)
 	} else {
 		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
 	}
-	sg_audit_kick();
 	sg_session_call_remove(s, call);
 	sg_call_free(call);
 	free(job);

@@ -615,6 +615,22 @@ export async function rawServer(extraArgs = [], env = {}, opts = {}) {
   return srv;
 }
 
+// ---- the fake backend that works (t/plugins/fake.c, FAKE_WORKS) ---------------------------
+
+/**
+ * The arguments that make sandgate load only t/plugins/.libs/fakework.so and
+ * use it by default: machines and commands at no cost ("ok\n"; the command
+ * "hang" never returns and ignores cancellation).  Bails out when it is not
+ * built ("make check" builds it).
+ */
+export async function fakeBackendArgs() {
+  const libs = path.join(process.env.SG_TEST_BUILDDIR ?? '', 't', 'plugins', '.libs');
+  if (!fs.existsSync(path.join(libs, 'fakework.so'))) {
+    await t.bailOut(`${path.join(libs, 'fakework.so')} is missing: build the test plugins with "make check" (they are check_LTLIBRARIES)`);
+  }
+  return ['--set', `plugin.path=${libs}`, '--set', 'plugin.load=fakework', '--set', 'sandbox.default_backend=fakework'];
+}
+
 // ---- sandgate CLI -------------------------------------------------------------------------
 
 /**

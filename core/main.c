@@ -18,6 +18,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/server/mcp.h"
+#include "core/server/stop.h"
 #include "core/registry/plugin.h"
 #include "core/registry/reaper.h"
 #include "core/protocol/session.h"
@@ -398,8 +399,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
-	if (!strcmp(c.command, "stdio"))
-		sg_stdio_block_signals(); /* before any thread starts */
+	if (server)
+		sg_stop_block_signals(); /* before any thread starts: read by one thread */
 	rc = setup(&c, server);
 	if (rc)
 		goto out;
@@ -416,6 +417,9 @@ int main(int argc, char **argv)
 	} else {
 		sg_reaper_start();
 		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
+		/* A thread stuck in a plugin: no teardown (it would unload the
+		 * plugin under it); the audit batch is written on the way out. */
+		sg_stop_exit_if_abandoned(rc);
 		sg_reaper_stop();
 	}
 	if (server) {

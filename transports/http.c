@@ -81,6 +81,7 @@
 #include "core/base/log.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
+#include "core/server/stop.h"
 #include "core/protocol/session.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
@@ -910,44 +911,26 @@ static int listen_socket(const struct http_conf *c, char *url, size_t n, bool *v
 	return fd;
 }
 
+/* The first SIGTERM, SIGINT or SIGHUP (core/server/stop.c's thread) wakes
+ * serve() through a pipe: the stop runs on the main thread. */
 static void on_signal(int sig)
 {
 	unsigned char b = (unsigned char)sig;
-	int saved = errno;
 
 	if (write(http_srv.sigpipe[1], &b, 1) < 0) {
 		/* the pipe is full: a signal is already pending */
 	}
-	errno = saved;
 }
 
-/* A handler rather than a blocked mask: threads started before this one
- * (the reaper, plugin loaders) do not block the signals. */
 static int signals_catch(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-
 	if (pipe2(http_srv.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	return 0;
-}
-
-/* After the first signal: a second one ends the process at once. */
-static void signals_default(void)
-{
-	struct sigaction sa = { .sa_handler = SIG_DFL };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	return sg_stop_signals_start(on_signal);
 }
 
 static void signals_release(void)
 {
-	signals_default();
 	for (int i = 0; i < 2; i++) {
 		if (http_srv.sigpipe[i] >= 0)
 			close(http_srv.sigpipe[i]);
@@ -1005,7 +988,6 @@ static void serve(void)
 		unsigned char sig;
 
 		if (poll(&p, 1, TICK_MS) > 0 && read(http_srv.sigpipe[0], &sig, 1) == 1) {
-			signals_default();
 			SG_INFO("http: signal %u received: not accepting new connections; calls in flight get up to %d s ([server] shutdown_grace); a second signal exits at once",
 				sig, http_srv.conf.grace_ms / 1000);
 			return;
@@ -1024,6 +1006,7 @@ static void shutdown_server(void)
 	MHD_socket lfd;
 	int64_t until;
 
+	sg_stop_begin(http_srv.conf.grace_ms);
 	pthread_mutex_lock(&http_srv.lock);
 	http_srv.stopping = true;
 	for (size_t i = 0; i < http_srv.table_size; i++) {
@@ -1058,7 +1041,10 @@ static void shutdown_server(void)
 		poll(NULL, 0, 20);
 	MHD_stop_daemon(http_srv.daemon);
 	http_srv.daemon = NULL;
-	sg_exec_drain();
+	/* A call that was abandoned never gives its slot back: no drain then
+	 * (main ends the process without it, core/server/stop.h). */
+	if (!sg_session_abandoned())
+		sg_exec_drain();
 }
 
 int sg_http_run(void)

@@ -358,7 +358,7 @@ static int run_call(const struct cli *c)
 	sg_cli_progress_end();
 	/* A row like a session's (the audit writer is stopped, and the row
 	 * written, by sg_tools_fini()). */
-	sg_audit_tool_call(s, tool->name, args, res, sg_now_ms() - t0, false);
+	sg_audit_tool_call(s, tool->name, args, NULL, res, sg_now_ms() - t0, false);
 	args = NULL; /* the row's now */
 	if (json_is_true(json_object_get(res, "isError"))) {
 		fprintf(stderr, "sandgate: %s: %s\n", c->tool,

@@ -362,7 +362,10 @@ static enum MHD_Result post_handle(struct req *r)
 	r->st->owed = true;
 	pthread_mutex_unlock(&hs->lock);
 
-	n = sg_mcp_handle(hs->s, r->body.data ? r->body.data : "", r->body.len, r->st);
+	/* The body is given away: a large argument is decoded from it once,
+	 * its pages returned as they are read (core/protocol/bulk.h). */
+	n = r->body.data ? sg_mcp_handle_taking(hs->s, r->body.data, r->body.len, r->st)
+			 : sg_mcp_handle(hs->s, "", 0, r->st);
 	sg_buf_release(&r->body);
 	if (is_new)
 		registered = post_register(r);

@@ -178,8 +178,10 @@ static bool drain_lines(struct sg_lines *r)
 			json_decref(id);
 			continue;
 		}
-		/* The line is taken already: the next holder starts after it. */
-		sg_mcp_handle(rd.s, line, n, NULL);
+		/* The line is taken already: the next holder starts after it,
+		 * and its bytes are given away (a large argument is decoded from
+		 * them once, core/protocol/bulk.h). */
+		sg_mcp_handle_taking(rd.s, (char *)line, n, NULL);
 		if (!holds_input)
 			return false;
 	}
@@ -228,7 +230,7 @@ static void hold_input(uint32_t tag)
 			pthread_mutex_lock(&rd.lock);
 			rd.last_line = true;
 			pthread_mutex_unlock(&rd.lock);
-			sg_mcp_handle(rd.s, line, len, NULL);
+			sg_mcp_handle_taking(rd.s, (char *)line, len, NULL);
 		}
 		SG_DEBUG("end of input, ending the session");
 		end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);

@@ -31,6 +31,7 @@
 #include "core/base/err.h"
 #include "core/registry/hostapi.h"
 #include "core/base/log.h"
+#include "core/protocol/bulk.h"
 #include "core/protocol/session.h"
 #include "core/registry/redact.h"
 #include "core/base/args.h"
@@ -222,6 +223,7 @@ struct row {
 	const char *tool, *action, *status;
 	char *machine, *details, *error;
 	json_t *args;
+	struct sg_bulk *bulk;    /* the call's large argument, hashed from here */
 	int64_t duration_ms;
 	struct row *next;
 };
@@ -249,6 +251,7 @@ static void row_free(struct row *r)
 	free(r->details);
 	free(r->error);
 	json_decref(r->args);
+	sg_bulk_free(r->bulk);
 	free(r);
 }
 
@@ -358,7 +361,7 @@ static void row_details(struct row *r)
 		return;
 	if (!strcmp(r->tool, "sandbox_env"))
 		src = json_object_get(r->args, "params");
-	if (src && dump_clean(&b, src)) {
+	if (src && !r->bulk && dump_clean(&b, src)) {
 		r->details = b.data;
 		return;
 	}
@@ -368,8 +371,13 @@ static void row_details(struct row *r)
 		return;
 	}
 	details = sg_redact(src);
+	/* a large argument came apart from the others: its hash from its bytes */
+	for (const struct sg_bulk *k = r->bulk; k; k = k->next)
+		json_object_set_new(details, k->key, sg_redact_digest(k->data, k->len));
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
+	sg_bulk_free(r->bulk);
+	r->bulk = NULL;
 }
 
 /* The row's strings live until the batch is committed: bound without a
@@ -543,7 +551,8 @@ int sg_audit_flush(int timeout_ms)
 }
 
 void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
-			json_t *call_result, int64_t duration_ms, bool cancelled)
+			struct sg_bulk *bulk, json_t *call_result, int64_t duration_ms,
+			bool cancelled)
 {
 	bool is_env = !strcmp(tool, "sandbox_env");
 	json_t *structured = json_object_get(call_result, "structuredContent");
@@ -555,6 +564,7 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 
 	if (!strcmp(tool, "sandbox_audit_query")) {
 		json_decref(args);
+		sg_bulk_free(bulk);
 		return; /* reading the log is not an event in it */
 	}
 	r = sg_xmalloc(sizeof(*r));
@@ -568,6 +578,7 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 	r->details = NULL;
 	r->error = NULL;
 	r->args = args;
+	r->bulk = bulk;
 	r->duration_ms = duration_ms;
 	r->next = NULL;
 	if (status[0] == 'e') {

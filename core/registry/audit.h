@@ -33,13 +33,16 @@ struct sg_session;
 bool sg_audit_file_backed(void);
 
 /* Records one tools/call: the tool, its arguments (taken: the row owns
- * them, and the caller may not touch them any more; NULL for none), the
- * CallToolResult (borrowed, may be NULL), how long it took, and whether the
- * client cancelled it.  Never fails the call: problems are logged.  Call it
+ * them, and the caller may not touch them any more; NULL for none), its
+ * large argument taken apart from them (taken too; NULL for none,
+ * core/protocol/bulk.h), the CallToolResult (borrowed, may be NULL), how
+ * long it took, and whether the client cancelled it.  Never fails the call: problems are logged.  Call it
  * before the reply goes out: a query made after the reply then finds the
  * row (a query writes what is queued before it reads). */
+struct sg_bulk;
 void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
-			json_t *call_result, int64_t duration_ms, bool cancelled);
+			struct sg_bulk *bulk, json_t *call_result, int64_t duration_ms,
+			bool cancelled);
 
 /* Writes every row queued so far now, waiting at most timeout_ms (-1: as
  * long as it takes; the database's busy timeout is 5 s).  Returns 0, or -1

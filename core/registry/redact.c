@@ -150,6 +150,15 @@ bool sg_redact_key_is_secret(const char *k)
 	return false;
 }
 
+json_t *sg_redact_digest(const void *p, size_t n)
+{
+	char hex[65];
+
+	pthread_once(&key_once, key_init);
+	sg_hmac_sha256_hex(key, KEY_LEN, p, n, hex);
+	return json_pack("{s:s, s:I}", "hmac_sha256", hex, "len", (json_int_t)n);
+}
+
 static json_t *digest(const json_t *v)
 {
 	char hex[65], *text = NULL;

@@ -20,6 +20,9 @@
  * borrowed (NULL gives an empty object). */
 json_t *sg_redact(json_t *args);
 
+/* {"hmac_sha256": ..., "len": len} of the bytes p[0..len).  New reference. */
+json_t *sg_redact_digest(const void *p, size_t len);
+
 /* True when a value under `key` is a secret or a content (hashed whole). */
 bool sg_redact_key_is_secret(const char *key);
 

@@ -448,8 +448,7 @@ out:
 static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			   struct sg_err *err)
 {
-	const char *path, *encoding;
-	json_t *content;
+	const char *path, *encoding, *text;
 	struct sg_entry *e = NULL;
 	struct sg_write_opts opts = { 0 };
 	void *decoded = NULL;
@@ -462,18 +461,17 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
 	    sg_arg_enum(args, "encoding", "utf-8", "utf-8|utf8|base64", &encoding, err) < 0)
 		goto out;
-	content = json_object_get(args, "content");
-	if (!json_is_string(content)) {
-		sg_errf(err, SG_E_INVAL, content ? "argument 'content' must be a string"
-						 : "missing required argument 'content': pass the file's text (or base64 with \"encoding\": \"base64\")");
+	if (!json_object_get(args, "content")) {
+		sg_errf(err, SG_E_INVAL, "missing required argument 'content': pass the file's text (or base64 with \"encoding\": \"base64\")");
 		goto out;
 	}
+	if (sg_tool_text_arg(t, args, "content", true, &text, &len, err) < 0)
+		goto out;
 	if (!*path) {
 		sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
 		goto out;
 	}
-	data = json_string_value(content);
-	len = json_string_length(content);
+	data = text;
 	if (strcmp(encoding, "base64") == 0) {
 		decoded = sg_base64_decode(data, &len);
 		if (!decoded) {
@@ -642,7 +640,7 @@ static const struct sg_tool cloud_tools[] = {
 	  SANDBOX_ID_PROP ","
 	  "\"encoding\": {\"type\": \"string\", \"enum\": [\"utf-8\", \"base64\"], \"default\": \"utf-8\", \"description\": \"How content is encoded: utf-8 text or base64 bytes\"}"
 	  "}, \"required\": [\"path\", \"content\"], \"additionalProperties\": false}",
-	  tool_write_file },
+	  tool_write_file, .bulk_arg = "content" },
 	{ "list_files",
 	  "List the files and subdirectories of a directory in the sandbox. Uses the default sandbox when "
 	  "sandbox_id is omitted. " WORKSPACE_NOTE,

@@ -106,7 +106,7 @@ static const struct sg_tool env_tools[] = {
 	  "\"content\": {\"type\": \"string\", \"description\": \"The whole new content\"},"
 	  MACHINE_PROP
 	  "}, \"required\": [\"path\", \"content\"], \"additionalProperties\": false}",
-	  sg_tool_file_write },
+	  sg_tool_file_write, .bulk_arg = "content" },
 	{ "sandbox_file_patch",
 	  "Edit a file. mode=replace: old_string -> new_string, matched exactly, else ignoring trailing whitespace, else "
 	  "ignoring indentation (the new text is re-indented); several matches need replace_all or more context. "

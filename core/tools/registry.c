@@ -13,6 +13,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/protocol/session.h"
+#include "core/protocol/bulk.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -232,6 +233,23 @@ fail:
 	if (err.code == SG_E_OK)
 		sg_errf(&err, SG_E_INTERNAL, "%s failed", tool->name);
 	return json_pack("{s:[o], s:b}", "content", text_block(err.msg), "isError", 1);
+}
+
+int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name, bool required,
+		     const char **p, size_t *len, struct sg_err *err)
+{
+	const struct sg_bulk *b = t ? sg_bulk_find(t->bulk, name) : NULL;
+
+	*len = 0;
+	if (sg_arg_str(args, name, required, p, err) < 0)
+		return -1;
+	if (b) {
+		*p = b->data;
+		*len = b->len;
+	} else if (*p) {
+		*len = json_string_length(json_object_get(args, name));
+	}
+	return 0;
 }
 
 /* ---- the session's default machine ---------------------------------------- */

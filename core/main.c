@@ -20,6 +20,7 @@
 #include "core/server/mcp.h"
 #include "core/server/stop.h"
 #include "core/registry/plugin.h"
+#include "core/registry/provision.h"
 #include "core/registry/reaper.h"
 #include "core/protocol/session.h"
 #include "core/registry/record.h"
@@ -248,9 +249,11 @@ static int setup(const struct cli *c, bool server)
 	 * the first messages when nothing in the configuration waits for them
 	 * to be checked (the usual case: an IDE's stdio server); the router
 	 * holds tools/list and tools/call until they are in.  Otherwise they
-	 * load first, and a bad value stops the start before initialize. */
+	 * load first, and a bad value stops the start before initialize (so
+	 * does a [default_machine], made before anything is served). */
 	if (server && !sg_config_sets_unregistered() && !config_set("plugin", "load") &&
-	    !config_set("sandbox", "default_backend"))
+	    !config_set("sandbox", "default_backend") &&
+	    !sg_config_bool("default_machine", "enabled", false))
 		return sg_plugin_load_async(load_in_background) < 0 ? EXIT_PLUGIN : 0;
 	rc = load_backends();
 	if (rc == 0 && server && sg_machine_sweep_async() < 0)
@@ -416,7 +419,10 @@ int main(int argc, char **argv)
 		rc = run_call(&c);
 	} else {
 		sg_reaper_start();
-		rc = !strcmp(c.command, "http") ? sg_http_run() : sg_stdio_run();
+		if (!strcmp(c.command, "http"))
+			rc = sg_http_run(); /* provisions after it knows its credentials */
+		else
+			rc = sg_default_machine_provision() < 0 ? EXIT_TOOL_ERROR : sg_stdio_run();
 		/* A thread stuck in a plugin: no teardown (it would unload the
 		 * plugin under it); the audit batch is written on the way out. */
 		sg_stop_exit_if_abandoned(rc);

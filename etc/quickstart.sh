@@ -1,13 +1,14 @@
 #!/bin/bash
-# The main job, from a fresh Debian 12 machine: install what sandgate needs,
-# start the Docker engine, build sandgate and the default sandbox image, then
-# run code in a new Docker sandbox through a real session (it prints 42 in
-# the result's "stdout").
+# The main job, from a fresh Debian 12 machine, no Docker needed: install what
+# sandgate needs (the build's packages, bubblewrap and python3), build it,
+# then run code in a new sandbox through a real session (it prints 42 in the
+# result's "stdout").  The sandbox is the default backend's: a Docker
+# container when an engine answers, else a local bubblewrap jail.
 #
 #   bash etc/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SG_SETUP_NO_NODE=1 bash etc/setup.sh
+SG_SETUP_MAIN=1 bash etc/setup.sh
 if [ ! -x build/sandgate ]; then
 	autoreconf -fi
 	mkdir -p build

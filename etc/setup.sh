@@ -5,12 +5,15 @@
 # running Docker engine, the image and the node_modules folders.
 #
 # 1. Debian packages (only the missing ones)
-# 2. the Docker engine (started by hand when `docker info` fails: no systemd)
-# 3. the default sandbox image sandgate/base:1 (etc/image/build.sh; reused
+# 2. the user local sandboxes run as (`sandgate`, a system user)
+# 3. the Docker engine (started by hand when `docker info` fails: no systemd)
+# 4. the default sandbox image sandgate/base:1 (etc/image/build.sh; reused
 #    when its recipe is unchanged)
-# 4. the Node test dependencies (exact pins in t/package.json, t/*/package.json)
+# 5. the Node test dependencies (exact pins in t/package.json, t/*/package.json)
 #
-# SG_SETUP_NO_NODE=1 skips step 4 (the main job needs no Node).
+# SG_SETUP_MAIN=1 does only what the main job needs (the build's packages,
+# bubblewrap and python3 for local sandboxes, the user): no Docker, no test
+# tools.  SG_SETUP_NO_NODE=1 skips step 5.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,12 +29,16 @@ die() {
 
 # ---- 1. packages ----------------------------------------------------------------
 step "Debian packages"
+# the build, and what local sandboxes need (bubblewrap, the interpreters)
 packages=(build-essential autoconf automake libtool autoconf-archive pkg-config
 	libcurl4-openssl-dev libssh2-1-dev libjansson-dev libinih-dev libmicrohttpd-dev
-	libsqlite3-dev libarchive-dev libcmocka-dev libyaml-dev libssl-dev docker.io
-	debootstrap openssh-server bubblewrap sqlite3 valgrind nodejs npm procps curl
-	ca-certificates python3 python3-matplotlib python3-numpy groff-base
-	clang libclang-rt-14-dev)
+	libsqlite3-dev libarchive-dev libcmocka-dev libyaml-dev libssl-dev bubblewrap
+	procps ca-certificates python3)
+# the tests: Docker, sshd, the tools they drive
+if [ "${SG_SETUP_MAIN:-}" != 1 ]; then
+	packages+=(docker.io debootstrap openssh-server sqlite3 valgrind nodejs npm curl
+		python3-matplotlib python3-numpy groff-base clang libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
 	case $p in
@@ -64,10 +71,25 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
 	echo "all ${#packages[@]} packages are installed"
 fi
-node --version >/dev/null 2>&1 || die "node does not run after the install"
-npm --version >/dev/null 2>&1 || die "npm does not run after the install"
+if [ "${SG_SETUP_MAIN:-}" != 1 ]; then
+	node --version >/dev/null 2>&1 || die "node does not run after the install"
+	npm --version >/dev/null 2>&1 || die "npm does not run after the install"
+fi
 
-# ---- 2. Docker engine -------------------------------------------------------------
+# ---- 2. the user of local sandboxes ----------------------------------------------------
+# As root, local.so runs each jail as this unprivileged user ([local] user),
+# so that per-user and cgroup limits hold; without it, it uses nobody.
+step "user sandgate"
+if ! getent passwd sandgate >/dev/null; then
+	useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+		--user-group sandgate || die "useradd sandgate failed"
+	echo "made the system user sandgate"
+else
+	echo "the user sandgate exists"
+fi
+[ "${SG_SETUP_MAIN:-}" = 1 ] && exit 0
+
+# ---- 3. Docker engine -------------------------------------------------------------
 step "Docker engine"
 if ! docker info >/dev/null 2>&1; then
 	echo "docker info fails: starting dockerd (log in /var/log/dockerd.log)"
@@ -94,13 +116,13 @@ if ! docker info >/dev/null 2>&1; then
 fi
 docker version --format 'docker engine {{.Server.Version}}, client {{.Client.Version}}'
 
-# ---- 3. test image ------------------------------------------------------------------
+# ---- 4. test image ------------------------------------------------------------------
 step "image sandgate/base:1"
 sh etc/image/build.sh || die "etc/image/build.sh failed: the test image sandgate/base:1 could not be built"
 
 [ "${SG_SETUP_NO_NODE:-}" = 1 ] && exit 0
 
-# ---- 4. Node test dependencies --------------------------------------------------------
+# ---- 5. Node test dependencies --------------------------------------------------------
 # t/package.json (the MCP SDK) and every other t/*/package.json (t/fc: the E2B
 # SDKs), each installed in its own node_modules with its exact pins; skipped
 # when every pinned dependency is already there at its version.

@@ -83,6 +83,7 @@
 #include "core/server/mcp.h"
 #include "core/server/stop.h"
 #include "core/protocol/session.h"
+#include "core/registry/provision.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 #include "transports/http_check.h"
@@ -1059,6 +1060,8 @@ int sg_http_run(void)
 	if (http_conf_load(&http_srv.conf) < 0)
 		goto out;
 	rc = 1;
+	if (sg_default_machine_provision() < 0) /* before any client is served */
+		goto out;
 	for (http_srv.table_size = 64; http_srv.table_size < (size_t)http_srv.conf.max_sessions * 2;)
 		http_srv.table_size *= 2;
 	http_srv.table = sg_xcalloc(http_srv.table_size, sizeof(*http_srv.table));

@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 
 #include "core/base/conf.h"
+#include "core/protocol/call.h"
 #include "core/base/util.h"
 #include "transports/http_internal.h"
 
@@ -209,6 +210,7 @@ int http_conf_load(struct http_conf *c)
 	}
 	if (load_allowed(c) < 0 || load_tokens(c) < 0)
 		return -1;
+	sg_credentials_set((unsigned)c->n_tokens); /* before any machine is made */
 	loopback = host_is_loopback(c->host);
 	if (!loopback && !strcmp(sg_config_source("server", "allowed_hosts"), "default")) {
 		SG_ERROR("[server] host '%s' is not a loopback address: set [server] allowed_hosts to the host names clients will use (DNS-rebinding protection), or '*'",

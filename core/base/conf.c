@@ -203,12 +203,38 @@ static int cfg_refuse(const struct reader_ctx *rc, const char *path, struct sg_e
 		       INI_SECTION_MAX);
 }
 
+/* A value in double quotes, as a TOML user writes it ("/srv/work", ""),
+ * is read without them; \" and \\ inside stand for " and \.  Anything
+ * else (no closing quote, text after it) is kept as written.  New string. */
+static char *unquote(const char *value)
+{
+	size_t n = strlen(value), o = 0;
+	char *out;
+
+	if (n < 2 || value[0] != '"' || value[n - 1] != '"')
+		return sg_xstrdup(value);
+	out = sg_xmalloc(n);
+	for (size_t i = 1; i + 1 < n; i++) {
+		if (value[i] == '\\' && i + 2 < n && (value[i + 1] == '"' || value[i + 1] == '\\'))
+			i++;
+		else if (value[i] == '"') {
+			free(out);
+			return sg_xstrdup(value); /* "a" "b": not one quoted value */
+		}
+		out[o++] = value[i];
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static int cfg_handler(void *user, const char *section, const char *name,
 		       const char *value)
 {
 	struct reader_ctx *rc = user;
+	char *v = unquote(value);
 
-	entry_add(section, name, value, rc->line, SRC_FILE);
+	entry_add(section, name, v, rc->line, SRC_FILE);
+	free(v);
 	return 1;
 }
 

@@ -80,8 +80,37 @@ static const struct sg_config_key audit_keys[] = {
 static const struct sg_config_key shell_keys[] = {
 	{ .key = "max_output", .def = "50000", .accepts = "uint",
 	  .help = "bytes of output sandbox_shell_exec returns by default (head and tail kept)" },
+	{ .key = "default_max_output", .accepts = "uint",
+	  .help = "the seed's name for max_output, used when max_output is not set" },
+	{ .key = "head_size", .def = "5120", .accepts = "uint",
+	  .help = "output longer than max_output keeps a head and a tail in the proportion head_size:tail_size" },
+	{ .key = "tail_size", .def = "46080", .accepts = "uint",
+	  .help = "see head_size (the defaults keep one tenth head, nine tenths tail)" },
 	{ .key = "timeout", .def = "30", .accepts = "uint",
 	  .help = "seconds sandbox_shell_exec waits by default before answering status running" },
+	{ 0 }
+};
+
+static const struct sg_config_key default_machine_keys[] = {
+	{ .key = "enabled", .def = "false", .accepts = "bool",
+	  .help = "make (or find again) a persistent machine when a server starts, before any client is served; failing to is fatal" },
+	{ .key = "backend",
+	  .help = "its backend; unset: the default backend" },
+	{ .key = "name", .def = "admin",
+	  .help = "its name (a backend may give a name a layout of its own, as an admin machine's)" },
+	{ .key = "purpose", .help = "what it is for, shown by status and machine_list" },
+	{ 0 }
+};
+
+static const struct sg_config_key files_keys[] = {
+	{ .key = "max_file_size", .accepts = "uint",
+	  .help = "largest file in bytes sandbox_file_read reads (larger: status too_large) and sandbox_file_write and patch write; default [sandbox] max_file_bytes" },
+	{ .key = "default_read_limit", .def = "500", .accepts = "uint",
+	  .help = "lines sandbox_file_read returns when the call gives no limit" },
+	{ .key = "max_read_limit", .def = "2000", .accepts = "uint",
+	  .help = "most lines one sandbox_file_read returns (a larger limit is cut to it)" },
+	{ .key = "default_search_limit", .def = "50", .accepts = "uint",
+	  .help = "results sandbox_file_search returns when the call gives no limit" },
 	{ 0 }
 };
 
@@ -89,6 +118,8 @@ void sg_core_keys_register(void)
 {
 	sg_config_register("audit", audit_keys);
 	sg_config_register("shell", shell_keys);
+	sg_config_register("files", files_keys);
+	sg_config_register("default_machine", default_machine_keys);
 	sg_config_register("log", log_keys);
 	sg_config_register("plugin", plugin_keys);
 	sg_config_register("sandbox", sandbox_keys);

@@ -125,8 +125,15 @@ static void load_plugins(json_t **failed)
 	struct sg_err err;
 
 	*failed = json_array();
-	if (sg_plugin_load_configured(&err) < 0)
-		json_array_append_new(*failed, json_pack("{s:s}", "error", err.msg));
+	if (sg_plugin_load_configured(&err) < 0) {
+		/* The loader's messages begin "plugin 'NAME'". */
+		const char *q = strncmp(err.msg, "plugin '", 8) ? NULL : err.msg + 8;
+		const char *end = q ? strchr(q, '\'') : NULL;
+
+		json_array_append_new(*failed, json_pack("{s:s%, s:s}", "name", q && end ? q : "",
+							 q && end ? (size_t)(end - q) : 0, "error",
+							 err.msg));
+	}
 }
 
 static json_t *plugins_json(json_t *failed)
@@ -239,17 +246,21 @@ static json_t *clients_json(const char *workspace)
  * configured one, or the usable plugin with the highest preference. */
 static json_t *default_backend(json_t *backends)
 {
+	const char *conf = sg_config_get("sandbox", "default_backend");
 	json_t *rep = sg_plugin_default_report(), *b, *out;
 	const char *name = json_string_value(json_object_get(rep, "backend"));
 	json_t *usable = json_false();
 	size_t i;
 
+	if (!name && conf && *conf)
+		name = conf; /* configured, but no such plugin is loaded */
 	json_array_foreach(backends, i, b)
 		if (name && !strcmp(json_string_value(json_object_get(b, "name")), name))
 			usable = json_object_get(b, "usable");
-	out = json_pack("{s:s?, s:b, s:O, s:O, s:O, s:b}", "name", name, "loaded", name != NULL,
-			"usable", usable, "source", json_object_get(rep, "source"), "why",
-			json_object_get(rep, "why"), "ok", name && json_is_true(usable));
+	out = json_pack("{s:s?, s:b, s:O, s:O, s:O, s:b}", "name", name, "loaded",
+			name && sg_plugin_find(name), "usable", usable, "source",
+			json_object_get(rep, "source"), "why", json_object_get(rep, "why"), "ok",
+			name && json_is_true(usable));
 	json_decref(rep);
 	return out;
 }

@@ -118,3 +118,15 @@ int sg_call_cancel_fd(const struct sg_call *cc)
 	pthread_mutex_unlock(&c->lock);
 	return fd;
 }
+
+static atomic_uint n_credentials = 1;
+
+void sg_credentials_set(unsigned n)
+{
+	atomic_store(&n_credentials, n ? n : 1);
+}
+
+unsigned sg_credentials_count(void)
+{
+	return atomic_load(&n_credentials);
+}

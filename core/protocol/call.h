@@ -44,4 +44,10 @@ void sg_call_cancel(struct sg_call *c);
 bool sg_call_cancelled(const struct sg_call *c);
 int sg_call_cancel_fd(const struct sg_call *c);
 
+/* How many credentials the server serves (host->credentials): 1 unless a
+ * transport with several (HTTP bearer tokens) says so at startup, before
+ * any machine is made.  n = 0 counts as 1. */
+void sg_credentials_set(unsigned n);
+unsigned sg_credentials_count(void);
+
 #endif

@@ -349,33 +349,47 @@ static bool dump_clean(struct sg_buf *b, json_t *v)
 	}
 }
 
+/* sandbox_env's params: those under "params" and those given flat next to
+ * "action", as {"params": {...}}.  New reference. */
+static json_t *env_details_src(json_t *args)
+{
+	json_t *p = json_object_get(args, "params"), *all, *v;
+	const char *k;
+
+	all = json_is_object(p) ? json_copy(p) : json_object();
+	json_object_foreach(args, k, v)
+		if (strcmp(k, "action") && strcmp(k, "params") && !json_object_get(all, k))
+			json_object_set(all, k, v);
+	return json_pack("{s:o}", "params", all);
+}
+
 /* The details column: the arguments with contents and secrets replaced
  * (sandbox_env: its params).  Most rows have none (a command, a path):
  * their arguments are written as they are, without a redacted copy. */
 static void row_details(struct row *r)
 {
-	json_t *src = r->args, *details;
+	json_t *src = NULL, *details;
 	struct sg_buf b = { 0 };
 
 	if (r->details)
 		return;
-	if (!strcmp(r->tool, "sandbox_env"))
-		src = json_object_get(r->args, "params");
+	if (r->args)
+		src = !strcmp(r->tool, "sandbox_env") ? env_details_src(r->args) : json_incref(r->args);
 	if (src && !r->bulk && dump_clean(&b, src)) {
 		r->details = b.data;
-		return;
+		goto done;
 	}
 	sg_buf_release(&b);
-	if (!src) {
-		r->details = sg_xstrdup("{}");
-		return;
-	}
-	details = sg_redact(src);
+	details = src ? sg_redact(src) : json_object();
 	/* a large argument came apart from the others: its hash from its bytes */
 	for (const struct sg_bulk *k = r->bulk; k; k = k->next)
 		json_object_set_new(details, k->key, sg_redact_digest(k->data, k->len));
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
+done:
+	json_decref(src);
+	json_decref(r->args);
+	r->args = NULL;
 	sg_bulk_free(r->bulk);
 	r->bulk = NULL;
 }

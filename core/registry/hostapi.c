@@ -109,6 +109,9 @@ static const struct sg_host_api host_api = {
 	.machine_remove = sg_machine_host_remove,
 	.shells_close = sg_machine_host_shells_close,
 	.call_credential = sg_call_credential,
+	.call_machines = sg_machine_host_list,
+	.credentials = sg_credentials_count,
+	.machine_report = sg_machine_host_report,
 };
 
 const struct sg_host_api *sg_host_api_get(void)

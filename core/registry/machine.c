@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/registry/plugin.h"
+#include "core/registry/provision.h"
 #include "core/registry/record.h"
 #include "core/protocol/session.h"
 #include "core/base/util.h"
@@ -122,6 +123,7 @@ static void entry_free(struct sg_entry *e)
 		free(e->str[i]);
 	sg_strv_free(e->env);
 	json_decref(e->kept);
+	json_decref(e->report);
 	free(e);
 }
 
@@ -170,7 +172,8 @@ const char *sg_machine_label(const struct sg_entry *e)
 	return e->name[0] ? e->name : e->m.id;
 }
 
-/* A whole item of the comma-separated [server] shared_machines. */
+/* A whole item of the comma-separated [server] shared_machines, or the
+ * default machine provisioned at startup. */
 static bool shared_machine(const char *id)
 {
 	const char *list = sg_config_get("server", "shared_machines");
@@ -178,6 +181,8 @@ static bool shared_machine(const char *id)
 
 	if (!n)
 		return false;
+	if (sg_default_machine_is(id))
+		return true;
 	for (const char *p = list; p && *p;) {
 		size_t len = strcspn(p, ", ");
 
@@ -926,6 +931,17 @@ int sg_machine_host_keep(struct sg_machine *m, const json_t *data)
 	return 0;
 }
 
+int sg_machine_host_report(struct sg_machine *m, const json_t *facts)
+{
+	struct sg_entry *e = entry_of(m);
+
+	if (!json_is_object(facts))
+		return -1;
+	json_decref(e->report);
+	e->report = json_deep_copy(facts);
+	return e->report ? 0 : -1;
+}
+
 int sg_machine_host_create(struct sg_call *call, const struct sg_backend *self,
 			   const struct sg_create_req *req, const char *purpose, json_t **result,
 			   struct sg_err *err)
@@ -959,6 +975,31 @@ void sg_machine_host_shells_close(struct sg_machine *m)
 {
 	if (shells_hook)
 		shells_hook(entry_of(m));
+}
+
+json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self)
+{
+	struct sg_session *s = call ? call->session : NULL;
+	struct sg_record **v;
+	json_t *out;
+	size_t n;
+
+	if (!s || !self || !self->name)
+		return NULL;
+	out = json_array();
+	n = sg_record_persistent(NULL, &v);
+	for (size_t i = 0; i < n; i++) {
+		const struct sg_record *r = v[i];
+
+		if (strcmp(r->backend, self->name) || !reachable(r, s))
+			continue;
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:b}", "name", r->name,
+						     "id", r->id, "purpose", r->purpose, "template",
+						     r->template_name, "workspace", r->workspace, "created",
+						     (json_int_t)r->created, "shared", strcmp(r->credential, s->owner) != 0));
+	}
+	sg_record_free_all(v, n);
+	return out;
 }
 
 /* ---- gone machines ------------------------------------------------------------ */

@@ -48,6 +48,7 @@ struct sg_entry {
 	char purpose[128];      /* what the machine is for (sandbox_env), "" when none */
 	char **env;             /* create-time "KEY=VALUE" vector, or NULL; owned */
 	json_t *kept;           /* what the plugin kept (host->machine_keep), or NULL */
+	json_t *report;         /* what the plugin reported (host->machine_report), or NULL */
 	struct sg_entry *next;
 };
 
@@ -162,11 +163,13 @@ void sg_machine_forget(struct sg_entry *e);
 int sg_machine_host_set(struct sg_machine *m, enum sg_machine_field field, const char *fmt, ...)
 	SG_PRINTF(3, 4);
 int sg_machine_host_keep(struct sg_machine *m, const json_t *data);
+int sg_machine_host_report(struct sg_machine *m, const json_t *facts);
 int sg_machine_host_create(struct sg_call *call, const struct sg_backend *self,
 			   const struct sg_create_req *req, const char *purpose, json_t **result,
 			   struct sg_err *err);
 int sg_machine_host_remove(struct sg_call *call, struct sg_machine *m, struct sg_err *err);
 void sg_machine_host_shells_close(struct sg_machine *m);
+json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self);
 
 /* Dispatch wrappers: check the entry, map a missing optional slot to
  * SG_E_NOTSUP, put the machine's create-time environment in front of the

@@ -353,6 +353,8 @@ size_t sg_record_persistent(const char *credential, struct sg_record ***out)
 {
 	const void *args[] = { credential };
 
+	if (!credential)
+		return select_rows("persistent=1", "", NULL, out);
 	return select_rows("persistent=1 AND credential=?", "t", args, out);
 }
 

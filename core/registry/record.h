@@ -72,7 +72,7 @@ size_t sg_record_find(const char *key, struct sg_record ***out);
 
 /* The machines that are not persistent whose expiry (last use plus
  * lifetime) is at or before `now`, and every persistent machine of
- * `credential` (NULL: none), as sg_record_find. */
+ * `credential` (NULL: of every credential), as sg_record_find. */
 size_t sg_record_expired(int64_t now, struct sg_record ***out);
 size_t sg_record_persistent(const char *credential, struct sg_record ***out);
 

@@ -1,7 +1,8 @@
 /*
- * The output a shell keeps for its caller (core/shell/headtail.h): the first
- * tenth and the last bytes, what falls out of the middle counted, cut at
- * character boundaries.
+ * The output a shell keeps for its caller (core/shell/headtail.h): a head
+ * and a tail in the proportion [shell] head_size : tail_size (one tenth
+ * head by default), what falls out of the middle counted, cut at character
+ * boundaries.
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/conf.h"
 #include "core/base/util.h"
 #include "core/shell/headtail.h"
 #include "core/shell/shell.h"
@@ -50,11 +52,23 @@ static size_t utf8_skip(const char *p, size_t n)
 	return k;
 }
 
+/* The head's share of max: [shell] head_size : tail_size (one tenth by
+ * default). */
+static size_t head_share(size_t max)
+{
+	long long hs = sg_config_int("shell", "head_size", 5120);
+	long long ts = sg_config_int("shell", "tail_size", 46080);
+
+	if (hs < 0 || ts < 0 || hs + ts <= 0)
+		return max / 10;
+	return (size_t)((double)max * (double)hs / (double)(hs + ts));
+}
+
 void sg_ht_reset(struct sg_headtail *h, size_t max)
 {
 	sg_buf_release(&h->head);
 	sg_buf_release(&h->tail);
-	h->hcap = max / 10;
+	h->hcap = head_share(max);
 	h->tcap = max - h->hcap ? max - h->hcap : 1;
 	h->dropped = h->total = 0;
 }

@@ -27,9 +27,11 @@
 #define SHELL_STATUS_FD    3        /* the shell's completion channel (status_fd mode) */
 #define SHELL_LINE_MAX     256      /* a status line longer than this is junk */
 
-/* bash when there is one; job control needs it, sh is a fallback. */
+/* bash when there is one; job control needs it.  Else the shell this runs
+ * in ($0: /bin/sh, or the one a backend uses instead, as docker.so does for
+ * a machine made with `shell`). */
 #define SHELL_LAUNCH \
-	"if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; fi; exec sh"
+	"if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; fi; exec \"$0\""
 
 /* Run by a separate one-shot exec: $1 the shell's pid, $2 the job groups to
  * spare, $3 the signal.  USR2 makes the shell return from the sourced command

@@ -46,7 +46,7 @@ static char *machine_path(const struct sg_entry *e, const char *path)
 
 /* A failure on the session's default that vanished on the backend makes it
  * stop being the default, so the next call creates a new one. */
-static int machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_err *err)
+int sg_tool_machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_err *err)
 {
 	if (err->code == SG_E_GONE) {
 		sg_session_default_clear(t->s, e->m.id);
@@ -87,6 +87,8 @@ static int tool_create(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 			    "status", "running", "url", e->m.url, "backend", e->m.backend->name,
 			    "template", e->m.template_name, "workspace", e->m.workspace,
 			    "timeout", (int)timeout);
+	if (e->report) /* the backend's facts: isolation, limits */
+		json_object_set(*result, "details", e->report);
 	ret = 0;
 out:
 	sg_machine_put(e);
@@ -147,7 +149,7 @@ static int tool_run_command(struct sg_tool_ctx *t, json_t *args, json_t **result
 	req.timeout_ms = timeout * 1000;
 	req.output_cap = output_cap();
 	if (sg_m_exec(e, &req, t->call, &res, err) < 0) {
-		machine_failed(t, e, err);
+		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
 	*result = exec_result_json(&res);
@@ -158,241 +160,6 @@ out:
 	sg_buf_release(&res.err);
 	free(dir);
 	sg_strv_free(env);
-	sg_machine_put(e);
-	return ret;
-}
-
-/* ---- run_code --------------------------------------------------------------- */
-
-/* Runs code with whatever interpreter the machine has.  The script prints a
- * header line "<nonce> <interpreter>" first and a trailer "<nonce>" plus the
- * files the run created or changed under the working directory last; the
- * nonce is random per call, so program output cannot fake either. */
-static const char run_code_script[] =
-	"f=$1 n=$2 lang=$3\n"
-	"if [ -n \"$4\" ]; then printf '%s' \"$4\" > \"$f\" || exit 126; fi\n"
-	"stamp=/tmp/.sandgate-stamp-$n; : > \"$stamp\"\n"
-	"case $lang in\n"
-	"python) cands='python3 python' ;;\n"
-	"javascript) cands='node nodejs' ;;\n"
-	"typescript) cands='tsx ts-node deno bun' ;;\n"
-	"shell) cands='bash sh' ;;\n"
-	"r) cands='Rscript' ;;\n"
-	"esac\n"
-	"interp=\n"
-	"for c in $cands; do if command -v \"$c\" >/dev/null 2>&1; then interp=$c; break; fi; done\n"
-	"if [ -z \"$interp\" ] && [ \"$lang\" = typescript ] && command -v node >/dev/null 2>&1 &&"
-	" node --experimental-strip-types -e 0 >/dev/null 2>&1; then interp=node-strip-types; fi\n"
-	"printf '%s %s\\n' \"$n\" \"${interp:--}\"\n"
-	"if [ -z \"$interp\" ]; then rm -f \"$stamp\" \"$f\"; exit 127; fi\n"
-	"case $interp in\n"
-	"deno) deno run -A \"$f\" ;;\n"
-	"bun) bun run \"$f\" ;;\n"
-	"node-strip-types) node --experimental-strip-types --no-warnings \"$f\" ;;\n"
-	"*) \"$interp\" \"$f\" ;;\n"
-	"esac\n"
-	"rc=$?\n"
-	"printf '%s\\n' \"$n\"\n"
-	"find . -maxdepth 4 -newer \"$stamp\" -type f -printf '%s\\t%P\\n' 2>/dev/null | head -n 200\n"
-	"rm -f \"$stamp\" \"$f\"\n"
-	"exit $rc\n";
-
-static const char *code_ext(const char *lang)
-{
-	if (!strcmp(lang, "python")) return "py";
-	if (!strcmp(lang, "javascript")) return "js";
-	if (!strcmp(lang, "typescript")) return "ts";
-	if (!strcmp(lang, "r")) return "R";
-	return "sh";
-}
-
-static const char *interp_names(const char *lang)
-{
-	if (!strcmp(lang, "python")) return "python3, python";
-	if (!strcmp(lang, "javascript")) return "node, nodejs";
-	if (!strcmp(lang, "typescript")) return "tsx, ts-node, deno, bun, node >= 22.6";
-	if (!strcmp(lang, "r")) return "Rscript";
-	return "bash, sh";
-}
-
-/* Memory search for needle in hay[0..n), the last occurrence. */
-static const char *last_occurrence(const char *hay, size_t n, const char *needle)
-{
-	size_t k = strlen(needle);
-	const char *found = NULL;
-
-	for (const char *p = hay; n >= k && p <= hay + n - k; p++) {
-		p = memmem(p, (size_t)(hay + n - p), needle, k);
-		if (!p)
-			break;
-		found = p;
-	}
-	return found;
-}
-
-/* Splits the script's stdout into header, program output and trailer. */
-static int parse_code_output(const char *nonce, struct sg_exec_result *res, char *interp,
-			     size_t ilen, json_t *files, const char *cwd)
-{
-	const char *p = res->out.data ? res->out.data : "", *nl, *trail;
-	size_t n = res->out.len, nlen = strlen(nonce);
-
-	if (n < nlen + 2 || memcmp(p, nonce, nlen) != 0 || p[nlen] != ' ')
-		return -1;
-	nl = memchr(p, '\n', n);
-	if (!nl)
-		return -1;
-	snprintf(interp, ilen, "%.*s", (int)(nl - p - (ptrdiff_t)nlen - 1), p + nlen + 1);
-	p = nl + 1;
-	n -= (size_t)(p - res->out.data);
-	trail = last_occurrence(p, n, nonce);
-	if (trail) {
-		const char *line = trail + nlen + 1, *end = p + n;
-
-		while (line < end) {
-			const char *eol = memchr(line, '\n', (size_t)(end - line));
-			const char *tab = memchr(line, '\t', eol ? (size_t)(eol - line) : (size_t)(end - line));
-
-			if (!eol)
-				eol = end;
-			if (tab) {
-				char *name = strndup(tab + 1, (size_t)(eol - tab - 1));
-				char *full = sg_xasprintf("%s/%s", cwd, name);
-
-				json_array_append_new(files, json_pack("{s:o, s:s, s:I}",
-					"name", sg_json_bytes(name, strlen(name)), "path", full,
-					"size", (json_int_t)strtoll(line, NULL, 10)));
-				free(name);
-				free(full);
-			}
-			line = eol + 1;
-		}
-		n = (size_t)(trail - p);
-	}
-	memmove(res->out.data, p, n);
-	res->out.len = n;
-	res->out.data[n] = '\0';
-	return 0;
-}
-
-static int tool_run_code(struct sg_tool_ctx *t, json_t *args, json_t **result,
-			 struct sg_err *err)
-{
-	const char *code, *lang;
-	unsigned timeout;
-	struct sg_entry *e = NULL;
-	struct sg_exec_result res = { 0 };
-	struct sg_exec_req req = { 0 };
-	char nonce[33], *file = NULL, interp[128] = "";
-	const char *argv[9];
-	json_t *files = json_array();
-	bool created, inline_code;
-	int ret = -1;
-
-	if (sg_arg_str(args, "code", true, &code, err) < 0 ||
-	    sg_arg_enum(args, "language", "python", "python|javascript|shell|typescript|r", &lang,
-			err) < 0 ||
-	    sg_arg_uint(args, "timeout", (unsigned)sg_config_int("sandbox", "code_timeout", 30), 1,
-			86400, &timeout, err) < 0)
-		goto out;
-	if (sg_tool_machine(t, args, &e, &created, err) < 0)
-		goto out;
-	if (e->m.backend->run_code) {
-		struct sg_code_req creq = { .language = lang, .code = code,
-					    .timeout_ms = timeout * 1000, .output_cap = output_cap() };
-		struct sg_code_result cres = { 0 };
-
-		if (sg_m_run_code(e, &creq, t->call, &cres, err) < 0) {
-			/* A failed run may have collected output already. */
-			sg_buf_release(&cres.out);
-			sg_buf_release(&cres.err);
-			json_decref(cres.results);
-			json_decref(cres.error);
-			machine_failed(t, e, err);
-			goto out;
-		}
-		*result = json_pack("{s:o, s:o, s:i, s:s, s:s, s:o}",
-				    "stdout", sg_json_bytes(cres.out.data, cres.out.len),
-				    "stderr", sg_json_bytes(cres.err.data, cres.err.len),
-				    "exit_code", cres.exit_code, "language", lang,
-				    "interpreter", cres.interpreter, "output_files", json_incref(files));
-		json_object_set_new(*result, "timed_out", json_boolean(cres.timed_out));
-		if (cres.results) {
-			/* Rich results may carry MCP content blocks (png and jpeg as
-			 * image blocks): lift them into the result's extra content. */
-			json_t *blocks = json_array(), *r;
-			size_t i;
-
-			json_array_foreach(cres.results, i, r) {
-				json_array_extend(blocks, json_object_get(r, "_content"));
-				json_object_del(r, "_content");
-			}
-			json_object_set_new(*result, "results", cres.results);
-			if (json_array_size(blocks))
-				json_object_set_new(*result, "_content", blocks);
-			else
-				json_decref(blocks);
-		}
-		if (cres.error)
-			json_object_set_new(*result, "error", cres.error);
-		sg_buf_release(&cres.out);
-		sg_buf_release(&cres.err);
-		goto done;
-	}
-	sg_random_hex(nonce, 16);
-	file = sg_xasprintf("/tmp/.sandgate-code-%s.%s", nonce, code_ext(lang));
-	/* One argument holds at most 128 KiB (MAX_ARG_STRLEN): larger code goes
-	 * through a file write first. */
-	inline_code = strlen(code) <= 64 * 1024;
-	if (!inline_code) {
-		struct sg_write_opts wo = { .mode = 0600 };
-
-		if (sg_m_file_write(e, file, code, strlen(code), &wo, t->call, err) < 0) {
-			machine_failed(t, e, err);
-			goto out;
-		}
-	}
-	argv[0] = "/bin/sh";
-	argv[1] = "-c";
-	argv[2] = run_code_script;
-	argv[3] = "sandgate-run-code";
-	argv[4] = file;
-	argv[5] = nonce;
-	argv[6] = lang;
-	argv[7] = inline_code ? code : "";
-	argv[8] = NULL;
-	req.argv = argv;
-	req.cwd = e->m.workspace;
-	req.timeout_ms = timeout * 1000;
-	req.output_cap = output_cap() + 64 * 1024;
-	if (sg_m_exec(e, &req, t->call, &res, err) < 0) {
-		machine_failed(t, e, err);
-		goto out;
-	}
-	if (parse_code_output(nonce, &res, interp, sizeof(interp), files, e->m.workspace) < 0 &&
-	    !res.timed_out) {
-		sg_errf(err, SG_E_BACKEND, "run_code: the sandbox did not run the code (exit %d): %.200s",
-			res.exit_code, res.err.data ? res.err.data : "");
-		goto out;
-	}
-	if (strcmp(interp, "-") == 0) {
-		sg_errf(err, SG_E_NOTFOUND,
-			"run_code: no %s interpreter in sandbox '%s' (looked for %s): use a template whose image has one, or install it with run_command",
-			lang, e->m.id, interp_names(lang));
-		goto out;
-	}
-	*result = exec_result_json(&res);
-	json_object_set_new(*result, "language", json_string(lang));
-	json_object_set_new(*result, "interpreter", json_string(interp[0] ? interp : "unknown"));
-	json_object_set_new(*result, "output_files", json_incref(files));
-done:
-	sg_tool_result_machine(*result, e, created);
-	ret = 0;
-out:
-	json_decref(files);
-	sg_buf_release(&res.out);
-	sg_buf_release(&res.err);
-	free(file);
 	sg_machine_put(e);
 	return ret;
 }
@@ -420,7 +187,7 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_read(e, full, file_cap(), t->call, &buf, err) < 0) {
-		machine_failed(t, e, err);
+		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
 	/* Bytes that are not UTF-8 come back as base64, said so explicitly,
@@ -489,7 +256,7 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_write(e, full, data, len, &opts, t->call, err) < 0) {
-		machine_failed(t, e, err);
+		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
 	*result = json_pack("{s:b, s:s, s:I}", "success", 1, "path", full, "bytes_written",
@@ -519,7 +286,7 @@ static int tool_list_files(struct sg_tool_ctx *t, json_t *args, json_t **result,
 		goto out;
 	full = machine_path(e, path);
 	if (sg_m_file_list(e, full, t->call, &files, err) < 0) {
-		machine_failed(t, e, err);
+		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
 	*result = json_pack("{s:s, s:o}", "path", full, "files", files);
@@ -599,16 +366,29 @@ static const struct sg_tool cloud_tools[] = {
 	  "}, \"additionalProperties\": false}",
 	  tool_create, create_schema },
 	{ "run_code",
-	  "Run code in the sandbox with its interpreter (python, javascript, typescript, shell, r). "
-	  "Returns stdout, stderr, exit_code, the interpreter that ran, and output_files: the files the run "
-	  "created or changed in the workspace. Uses the default sandbox when sandbox_id is omitted.",
+	  "Run code in the sandbox. python and javascript run in a kernel kept per sandbox and language: "
+	  "names, imports, functions and the working directory persist from call to call (stateful), the value "
+	  "of the last expression comes back in results as text (E2B's execute_result), matplotlib figures as "
+	  "images (png), an exception in error {name, value, traceback}. shell runs in the sandbox's persistent "
+	  "bash (the one sandbox_shell_exec uses: cwd, variables and functions persist). typescript (Node >= 22.6 "
+	  "with type stripping, or tsx, ts-node, deno, bun) and r (Rscript) run once per call, not stateful; a "
+	  "sandbox without what a language needs gets an error naming it. Where the sandbox has no kernel "
+	  "(a backend without one, its runner turned off) the code runs once per call too: the result says "
+	  "stateful: false. timeout interrupts the code and keeps the state (timed_out: true); reset: true "
+	  "discards the state first; a kernel that died (os._exit, out of memory) is replaced on the next call, "
+	  "which says kernel_restarted: true and why. Returns stdout, stderr, exit_code (0, 1 for an error, 124 "
+	  "for a timeout), results, error, output_files (files the code wrote in the workspace), kernel_restarted, "
+	  "timed_out, stateful, interpreter. Uses the default sandbox when sandbox_id is omitted.",
 	  "{\"type\": \"object\", \"properties\": {"
 	  "\"code\": {\"type\": \"string\", \"description\": \"Code to run\"},"
-	  "\"language\": {\"type\": \"string\", \"enum\": [\"python\", \"javascript\", \"shell\", \"typescript\", \"r\"], \"default\": \"python\", \"description\": \"Programming language\"},"
+	  "\"language\": {\"type\": \"string\", \"enum\": [\"python\", \"javascript\", \"shell\", \"typescript\", \"r\"], \"default\": \"python\", "
+	  "\"description\": \"python (stateful kernel; needs python3 >= 3.8, figures need matplotlib), javascript (stateful kernel; needs node >= 18), "
+	  "shell (the persistent bash), typescript (one run per call; needs Node >= 22.6 or tsx, ts-node, deno, bun), r (one run per call; needs Rscript)\"},"
 	  SANDBOX_ID_PROP ","
-	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"sandbox.code_timeout\"}, \"description\": \"Timeout in seconds\"}"
+	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"sandbox.code_timeout\"}, \"description\": \"Seconds; then the code is interrupted and the state kept\"},"
+	  "\"reset\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Discard the language's state (a fresh kernel or shell) before running\"}"
 	  "}, \"required\": [\"code\"], \"additionalProperties\": false}",
-	  tool_run_code },
+	  sg_tool_run_code },
 	{ "run_command",
 	  "Run a shell command (/bin/sh -c) in the sandbox. A non-zero exit is reported in exit_code, not as an error; "
 	  "on timeout the command's whole process group is killed and timed_out is true with the partial output. "

@@ -16,7 +16,31 @@
 
 size_t sg_env_file_cap(void)
 {
-	return (size_t)sg_config_int("sandbox", "max_file_bytes", 64LL << 20);
+	long long v = sg_config_int("files", "max_file_size", -1);
+
+	return (size_t)(v >= 0 ? v : sg_config_int("sandbox", "max_file_bytes", 64LL << 20));
+}
+
+const char *sg_env_file_cap_key(void)
+{
+	return sg_config_int("files", "max_file_size", -1) >= 0 ? "[files] max_file_size"
+								: "[sandbox] max_file_bytes";
+}
+
+unsigned sg_env_files_limit(const char *key, long long def)
+{
+	long long v = sg_config_int("files", key, def);
+
+	return v < 1 ? 1u : v > 1000000 ? 1000000u : (unsigned)v;
+}
+
+size_t sg_env_default_max_output(void)
+{
+	const char *seed = sg_config_get("shell", "default_max_output");
+
+	if (seed && *seed && !strcmp(sg_config_source("shell", "max_output"), "default"))
+		return (size_t)sg_config_int("shell", "default_max_output", 50000);
+	return (size_t)sg_config_int("shell", "max_output", 50000);
 }
 
 /* The machine a call names in `key` (an id or a persistent name), else the
@@ -59,6 +83,33 @@ static int tool_audit_query(struct sg_tool_ctx *t, json_t *args, json_t **result
 
 /* ---- the table ------------------------------------------------------------------------- */
 
+/* Defaults and limits the configuration sets that a {"config": ...}
+ * default cannot say (a key with a fallback, a clamped limit), shown in
+ * the schemas as they apply. */
+static void prop_set(json_t *schema, const char *prop, const char *key, json_int_t v)
+{
+	json_t *p = json_object_get(json_object_get(schema, "properties"), prop);
+
+	if (json_is_object(p))
+		json_object_set_new(p, key, json_integer(v));
+}
+
+static void exec_schema(json_t *schema)
+{
+	prop_set(schema, "max_output", "default", (json_int_t)sg_env_default_max_output());
+}
+
+static void read_schema(json_t *schema)
+{
+	prop_set(schema, "limit", "default", sg_env_files_limit("default_read_limit", 500));
+	prop_set(schema, "limit", "maximum", sg_env_files_limit("max_read_limit", 2000));
+}
+
+static void search_schema(json_t *schema)
+{
+	prop_set(schema, "limit", "default", sg_env_files_limit("default_search_limit", 50));
+}
+
 #define MACHINE_PROP \
 	"\"machine\": {\"type\": \"string\", \"description\": \"Machine: a sandbox_id from create_sandbox or a persistent machine's name; omitted uses the session's default machine (created on first use)\"}"
 
@@ -75,9 +126,9 @@ static const struct sg_tool env_tools[] = {
 	  MACHINE_PROP ","
 	  "\"wait\": {\"type\": \"boolean\", \"default\": true, \"description\": \"Wait for the command to finish (up to timeout)\"},"
 	  "\"timeout\": {\"type\": \"integer\", \"minimum\": 0, \"default\": {\"config\": \"shell.timeout\"}, \"description\": \"Seconds to wait when wait=true; the command is not killed when it passes\"},"
-	  "\"max_output\": {\"type\": \"integer\", \"minimum\": 1, \"default\": {\"config\": \"shell.max_output\"}, \"description\": \"Bytes of output returned; more keeps the first tenth and the end\"}"
+	  "\"max_output\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 50000, \"description\": \"Bytes of output returned; more keeps a head and the end\"}"
 	  "}, \"required\": [\"command\"], \"additionalProperties\": false}",
-	  sg_tool_shell_exec },
+	  sg_tool_shell_exec, exec_schema },
 	{ "sandbox_shell_read",
 	  "Read a shell's output that is new since the last exec or read, without blocking; status is idle, running, "
 	  "completed (with exit_code) or terminated. Give shell_id, or machine for its default shell.",
@@ -94,9 +145,9 @@ static const struct sg_tool env_tools[] = {
 	  "\"path\": {\"type\": \"string\", \"description\": \"File path\"},"
 	  MACHINE_PROP ","
 	  "\"offset\": {\"type\": \"integer\", \"minimum\": 1, \"default\": 1, \"description\": \"First line (1-based)\"},"
-	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 2000, \"default\": 500, \"description\": \"Lines to read (at most 2000)\"}"
+	  "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 2000, \"default\": 500, \"description\": \"Lines to read (at most [files] max_read_limit)\"}"
 	  "}, \"required\": [\"path\"], \"additionalProperties\": false}",
-	  sg_tool_file_read },
+	  sg_tool_file_read, read_schema },
 	{ "sandbox_file_write",
 	  "Write a file atomically (a temporary name, then rename), creating parent directories; an existing file keeps "
 	  "its mode and owner. .json, .yaml/.yml, .toml and .py content is checked first and an invalid one is not "
@@ -136,14 +187,14 @@ static const struct sg_tool env_tools[] = {
 	  "\"output_mode\": {\"type\": \"string\", \"enum\": [\"content\", \"files_only\", \"count\"], \"default\": \"content\"},"
 	  "\"context\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 0, \"description\": \"Lines of context around each match\"}"
 	  "}, \"required\": [\"pattern\"], \"additionalProperties\": false}",
-	  sg_tool_file_search },
+	  sg_tool_file_search, search_schema },
 	{ "sandbox_env",
 	  "Environment management. action=help lists the operations (machines, shells) and one help topic per backend "
 	  "(<backend>_help, with its own actions); action=status shows the default machine, your machines and shells.",
 	  "{\"type\": \"object\", \"properties\": {"
 	  "\"action\": {\"type\": \"string\", \"description\": \"help, status, or an action that help lists\"},"
-	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters\"}"
-	  "}, \"required\": [\"action\"], \"additionalProperties\": false}",
+	  "\"params\": {\"type\": \"object\", \"description\": \"The action's parameters; they may also be given flat, next to action\"}"
+	  "}, \"required\": [\"action\"], \"additionalProperties\": true}",
 	  sg_tool_env },
 };
 

@@ -22,8 +22,19 @@
 
 struct sg_entry;
 
-/* Bytes a file tool moves: [sandbox] max_file_bytes. */
+/* Bytes a file tool moves: [files] max_file_size, else [sandbox]
+ * max_file_bytes; sg_env_file_cap_key() names the one that applies (for
+ * an error message). */
 size_t sg_env_file_cap(void);
+const char *sg_env_file_cap_key(void);
+
+/* A [files] limit (lines, results) `key`, def when unset, clamped to
+ * 1..1000000. */
+unsigned sg_env_files_limit(const char *key, long long def);
+
+/* Bytes of output a shell command returns by default: [shell] max_output,
+ * else the seed's [shell] default_max_output. */
+size_t sg_env_default_max_output(void);
 
 /* The machine a call names in `key` (an id or a persistent name), else the
  * session's default (created lazily).  Returns 0 and a reference in *out

@@ -16,10 +16,26 @@
 #include "core/tools/fileops.h"
 #include "core/tools/patch.h"
 
-#define READ_LIMIT_MAX 2000
 #define DIFF_LINES_MAX 400
 
 /* ---- files ------------------------------------------------------------------------ */
+
+/* A text file larger than the file cap is reported, not shown. */
+static void too_large(json_t *r, const char *path)
+{
+	json_int_t size = json_integer_value(json_object_get(r, "file_size"));
+	const char *status = json_string_value(json_object_get(r, "status"));
+
+	if (!status || strcmp(status, "ok") || size <= (json_int_t)sg_env_file_cap())
+		return;
+	json_object_clear(r);
+	json_object_set_new(r, "status", json_string("too_large"));
+	json_object_set_new(r, "path", json_string(path));
+	json_object_set_new(r, "file_size", json_integer(size));
+	json_object_set_new(r, "max_file_size", json_integer((json_int_t)sg_env_file_cap()));
+	json_object_set_new(r, "hint", json_string(
+		"larger than [files] max_file_size: read parts with a command (head, tail, sed -n), or raise the limit"));
+}
 
 int sg_tool_file_read(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
@@ -32,20 +48,21 @@ int sg_tool_file_read(struct sg_tool_ctx *t, json_t *args, json_t **result, stru
 
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
 	    sg_arg_uint(args, "offset", 1, 0, 2000000000u, &offset, err) < 0 ||
-	    sg_arg_uint(args, "limit", 500, 1, 1000000, &limit, err) < 0)
+	    sg_arg_uint(args, "limit", sg_env_files_limit("default_read_limit", 500), 1, 1000000, &limit, err) < 0)
 		return -1;
 	if (!*path)
 		return sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
 	/* Like the reference: offset counts from 1, limit is capped. */
 	if (offset < 1)
 		offset = 1;
-	if (limit > READ_LIMIT_MAX)
-		limit = READ_LIMIT_MAX;
+	if (limit > sg_env_files_limit("max_read_limit", 2000))
+		limit = sg_env_files_limit("max_read_limit", 2000);
 	if (sg_env_machine(t, args, "machine", &e, &created, err) < 0)
 		return -1;
 	full = sg_fileops_path(e, path, t->call, err);
 	if (!full || sg_fileops_read(e, full, offset, limit, t->call, result, err) < 0)
 		goto out;
+	too_large(*result, full);
 	sg_env_add_machine(*result, e, created);
 	ret = 0;
 out:
@@ -62,8 +79,8 @@ static int write_checked(struct sg_tool_ctx *t, struct sg_entry *e, const char *
 	json_t *lint = NULL;
 
 	if (len > sg_env_file_cap())
-		return sg_errf(err, SG_E_TOOBIG, "the content is %zu bytes, more than [sandbox] max_file_bytes (%zu)",
-			       len, sg_env_file_cap());
+		return sg_errf(err, SG_E_TOOBIG, "the content is %zu bytes, more than %s (%zu)", len,
+			       sg_env_file_cap_key(), sg_env_file_cap());
 	if (sg_fileops_validate(e, full, data, len, t->call, &lint, err) < 0)
 		return -1;
 	if (sg_m_file_write(e, full, data, len, &opts, t->call, err) < 0) {
@@ -372,7 +389,7 @@ int sg_tool_file_search(struct sg_tool_ctx *t, json_t *args, json_t **result, st
 	    sg_arg_enum(args, "search_type", "content", "content|files", &q.type, err) < 0 ||
 	    sg_arg_str(args, "path", false, &path, err) < 0 ||
 	    sg_arg_str(args, "file_glob", false, &q.glob, err) < 0 ||
-	    sg_arg_uint(args, "limit", 50, 1, 10000, &q.limit, err) < 0 ||
+	    sg_arg_uint(args, "limit", sg_env_files_limit("default_search_limit", 50), 1, 10000, &q.limit, err) < 0 ||
 	    sg_arg_uint(args, "offset", 0, 0, 1000000, &q.offset, err) < 0 ||
 	    sg_arg_enum(args, "output_mode", "content", "content|files_only|count", &q.output_mode, err) < 0 ||
 	    sg_arg_uint(args, "context", 0, 0, 50, &q.context, err) < 0)

@@ -195,17 +195,51 @@ static int create_persistent(struct sg_tool_ctx *t, const char *backend, const c
 	return 0;
 }
 
+/* The backend's create options: params.options and every parameter the
+ * core does not know (a backend's own, such as docker's image or ports:
+ * the backend checks them and names any it does not take).  A new object
+ * in *out (the caller's). */
+static int create_options(json_t *p, json_t **out, struct sg_err *err)
+{
+	static const char *const core_keys[] = { "name", "backend", "template", "purpose", "options", NULL };
+	json_t *options = json_object_get(p, "options"), *v;
+	const char *k;
+
+	*out = NULL;
+	if (options && !json_is_object(options) && !json_is_null(options))
+		return sg_errf(err, SG_E_INVAL, "params.options must be an object");
+	*out = json_is_object(options) ? json_copy(options) : json_object();
+	json_object_foreach(p, k, v) {
+		bool core = false;
+
+		for (size_t i = 0; core_keys[i]; i++)
+			core |= !strcmp(k, core_keys[i]);
+		if (core)
+			continue;
+		if (json_object_get(*out, k)) {
+			json_decref(*out);
+			*out = NULL;
+			return sg_errf(err, SG_E_INVAL, "'%s' is given both in options and as a parameter: give it once", k);
+		}
+		json_object_set(*out, k, v);
+	}
+	return 0;
+}
+
 static int op_machine_create(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
 {
 	const char *name, *backend, *tmpl, *purpose;
-	json_t *options = json_object_get(p, "options");
+	json_t *options = NULL;
+	int r;
 
 	if (sg_arg_str(p, "name", true, &name, err) < 0 || sg_arg_str(p, "backend", false, &backend, err) < 0 ||
-	    sg_arg_str(p, "template", false, &tmpl, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0)
+	    sg_arg_str(p, "template", false, &tmpl, err) < 0 || sg_arg_str(p, "purpose", false, &purpose, err) < 0 ||
+	    create_options(p, &options, err) < 0)
 		return -1;
-	if (options && !json_is_object(options))
-		return sg_errf(err, SG_E_INVAL, "params.options must be an object");
-	return create_persistent(t, backend && *backend ? backend : NULL, name, tmpl, purpose, options, result, err);
+	r = create_persistent(t, backend && *backend ? backend : NULL, name, tmpl, purpose,
+			      json_object_size(options) ? options : NULL, result, err);
+	json_decref(options);
+	return r;
 }
 
 static int op_machine_remove(struct sg_tool_ctx *t, json_t *p, json_t **result, struct sg_err *err)
@@ -249,7 +283,7 @@ static const struct env_op core_ops[] = {
 	  "shell_id or machine (its default shell)",
 	  "{\"action\":\"shell_interrupt\",\"params\":{\"shell_id\":\"sh_0123456789ab\"}}", op_shell_interrupt },
 	{ "machine_create", "a persistent machine: kept after the session, reachable only with your credential",
-	  "name (required), backend, template, purpose, options (backend-specific object)",
+	  "name (required), backend, template, purpose, options (an object, or the backend's own parameters given beside these: see <backend>_help)",
 	  "{\"action\":\"machine_create\",\"params\":{\"name\":\"dev\"}}", op_machine_create },
 	{ "machine_remove", "destroy a machine (persistent or not) and its shells", "machine (required)",
 	  "{\"action\":\"machine_remove\",\"params\":{\"machine\":\"dev\"}}", op_machine_remove },
@@ -443,10 +477,36 @@ static char *valid_actions(void)
 	return b.data;
 }
 
+/* The action's parameters: those under `params` and those given flat next
+ * to `action` (what the seed's agents send), merged; one given both ways is
+ * an error.  A new object in *out (the caller's). */
+static int env_params(json_t *args, json_t **out, struct sg_err *err)
+{
+	json_t *p = json_object_get(args, "params"), *v;
+	const char *k;
+
+	*out = NULL;
+	if (p && !json_is_object(p) && !json_is_null(p))
+		return sg_errf(err, SG_E_INVAL, "argument 'params' must be an object, e.g. {\"shell_id\": \"sh_...\"}");
+	*out = json_is_object(p) ? json_copy(p) : json_object();
+	json_object_foreach(args, k, v) {
+		if (!strcmp(k, "action") || !strcmp(k, "params"))
+			continue;
+		if (json_object_get(*out, k)) {
+			json_decref(*out);
+			*out = NULL;
+			return sg_errf(err, SG_E_INVAL,
+				       "parameter '%s' is given both flat and under params: give it once", k);
+		}
+		json_object_set(*out, k, v);
+	}
+	return 0;
+}
+
 int sg_tool_env(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_err *err)
 {
 	const char *action;
-	json_t *p = json_object_get(args, "params"), *empty = NULL;
+	json_t *p = NULL, *empty = NULL;
 	struct sg_plugin *pl = NULL;
 	const struct sg_action *a;
 	char *valid;
@@ -455,10 +515,9 @@ int sg_tool_env(struct sg_tool_ctx *t, json_t *args, json_t **result, struct sg_
 
 	if (sg_arg_str(args, "action", true, &action, err) < 0)
 		return -1;
-	if (p && !json_is_object(p) && !json_is_null(p))
-		return sg_errf(err, SG_E_INVAL, "argument 'params' must be an object, e.g. {\"shell_id\": \"sh_...\"}");
-	if (!json_is_object(p))
-		p = empty = json_object();
+	if (env_params(args, &empty, err) < 0)
+		return -1;
+	p = empty;
 	for (size_t i = 0; i < n_core_ops; i++) {
 		if (!strcmp(core_ops[i].name, action)) {
 			r = core_ops[i].fn(t, p, result, err);

@@ -13,11 +13,6 @@
 
 /* ---- shells ------------------------------------------------------------------------ */
 
-static size_t default_max_output(void)
-{
-	return (size_t)sg_config_int("shell", "max_output", 50000);
-}
-
 /* The shell a call means: shell_id, else the default shell of `machine`
  * (or of the session's default machine). */
 int sg_env_shell(struct sg_tool_ctx *t, json_t *args, struct sg_shell **sh, bool *created,
@@ -52,7 +47,7 @@ int sg_tool_shell_exec(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 	    sg_arg_bool(args, "wait", true, &req.wait, err) < 0 ||
 	    sg_arg_uint(args, "timeout", (unsigned)sg_config_int("shell", "timeout", 30), 0, 86400, &timeout,
 			err) < 0 ||
-	    sg_arg_uint(args, "max_output", (unsigned)default_max_output(), 1, 16u << 20, &max_output, err) < 0)
+	    sg_arg_uint(args, "max_output", (unsigned)sg_env_default_max_output(), 1, 16u << 20, &max_output, err) < 0)
 		return -1;
 	if (!*req.command)
 		return sg_errf(err, SG_E_INVAL, "argument 'command' is empty: pass a shell command such as \"ls -la\"");

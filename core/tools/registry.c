@@ -12,6 +12,7 @@
 #include "core/base/err.h"
 #include "core/base/log.h"
 #include "core/registry/machine.h"
+#include "core/registry/provision.h"
 #include "core/protocol/session.h"
 #include "core/protocol/bulk.h"
 #include "core/tools/registry.h"
@@ -159,13 +160,17 @@ const char *sg_tools_list_text(size_t *len)
 }
 
 /* Unknown argument names are refused: a typo ("comand") would otherwise be
- * silently ignored and the call would do something else. */
+ * silently ignored and the call would do something else.  A tool whose
+ * schema says additionalProperties: true checks its own (sandbox_env: an
+ * action's params may come flat). */
 static int check_known(const struct sg_tool *tool, json_t *args, struct sg_err *err)
 {
 	json_t *props = json_object_get(schema_of(tool), "properties");
 	const char *key;
 	json_t *v;
 
+	if (json_is_true(json_object_get(schema_of(tool), "additionalProperties")))
+		return 0;
 	json_object_foreach(args, key, v) {
 		char valid[512] = "";
 		const char *k;
@@ -266,6 +271,24 @@ static int create_default(struct sg_tool_ctx *t, struct sg_entry **out, struct s
 	return sg_machine_create(t->s, NULL, &req, t->call, out, err);
 }
 
+/* The machine provisioned at startup ([default_machine]) is every
+ * session's first default, while it exists. */
+static bool startup_default(struct sg_session *s, struct sg_entry **out)
+{
+	char id[SG_ID_MAX];
+
+	if (!sg_default_machine_id(id))
+		return false;
+	*out = sg_machine_get(s, id, NULL);
+	if (!*out)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (!s->default_id[0])
+		snprintf(s->default_id, sizeof(s->default_id), "%s", id);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
 int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
 		    bool *created, struct sg_err *err)
 {
@@ -299,6 +322,14 @@ int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
 			if (sg_call_cancelled(t->call))
 				return sg_errf(err, SG_E_CANCELLED, "cancelled");
 			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (startup_default(s, out))
+			return 0;
+		pthread_mutex_lock(&s->lock);
+		if (s->default_id[0] || s->creating_default) {
+			pthread_mutex_unlock(&s->lock);
+			continue; /* another call got there first */
 		}
 		s->creating_default = true;
 		pthread_mutex_unlock(&s->lock);

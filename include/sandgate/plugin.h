@@ -1,5 +1,5 @@
 /*
- * sandgate backend plugin ABI 2.0.
+ * sandgate backend plugin ABI 2.1.
  *
  * A backend is a shared object (docker.so, ssh.so, fc.so, local.so, yours)
  * that exports exactly one data symbol, `sg_backend`, of type
@@ -71,7 +71,7 @@ extern "C" {
 
 #define SG_PLUGIN_MAGIC     0x53475042u /* "SGPB" */
 #define SG_PLUGIN_ABI_MAJOR 2u          /* bump on any removal or change */
-#define SG_PLUGIN_ABI_MINOR 0u          /* bump on append */
+#define SG_PLUGIN_ABI_MINOR 1u          /* bump on append */
 
 #define SG_MACHINE_MAGIC 0x53474d41u /* "SGMA" */
 
@@ -226,7 +226,8 @@ struct sg_host_api {
 	 * record, in place of what was kept before; machine_attach gets it
 	 * back.  For what the backend cannot read off the machine itself (the
 	 * SSH target a directory lives on).  Never put secrets in it.  Call it
-	 * from machine_create or machine_attach.  Returns 0 or -1 (not an
+	 * from machine_create or machine_attach, or (since 2.1) from an action
+	 * handler on the machine it was given.  Returns 0 or -1 (not an
 	 * object, or the record could not be written). */
 	int (*machine_keep)(struct sg_machine *m, const json_t *data);
 
@@ -258,7 +259,35 @@ struct sg_host_api {
 	 * scoping what a backend keeps per caller (directories, networks).
 	 * "" for a NULL call.  Borrowed, valid while the call runs. */
 	const char *(*call_credential)(const struct sg_call *call);
+
+	/* --- ABI 2.1: append only; read with SG_HOST_HAS() ------------------- */
+
+	/* The persistent machines of backend `self` that the caller of `call`
+	 * may use (its credential's and the operator's shared ones), from the
+	 * core's machine record, oldest first: a new array (the caller's
+	 * reference) of {name, id, purpose, template, workspace, created (unix
+	 * seconds), shared (bool: another credential's, shared with all)}.
+	 * For an action that lists a backend's machines as the caller sees
+	 * them (docker_ps).  NULL for a NULL call. */
+	json_t *(*call_machines)(struct sg_call *call, const struct sg_backend *self);
+
+	/* How many credentials this server serves: 1 for stdio, `sandgate call`
+	 * and an HTTP server without bearer tokens, else the number of tokens.
+	 * A backend that keeps things apart per credential (directories,
+	 * networks: call_credential) may keep one plain layout when it is 1. */
+	unsigned (*credentials)(void);
+
+	/* Facts about m a user should see (its isolation, its limits): a copy of
+	 * `facts` (a JSON object, borrowed) is returned by create_sandbox as
+	 * `details`.  Call from machine_create or machine_attach.  Never put
+	 * secrets in it.  Returns 0 or -1 (not an object, out of memory). */
+	int (*machine_report)(struct sg_machine *m, const json_t *facts);
 };
+
+/* True when the core's host API `h` has slot `field` (appended after 2.0). */
+#define SG_HOST_HAS(h, field) \
+	((h)->size >= offsetof(struct sg_host_api, field) + sizeof((h)->field) && \
+	 (h)->field != NULL)
 
 /* ---- machines ------------------------------------------------------------ */
 
@@ -354,22 +383,42 @@ struct sg_write_opts {
 
 /* ---- code ------------------------------------------------------------------ */
 
+/* run_code runs code in a stateful interpreter of the machine (a kernel per
+ * machine and language: names, imports and the working directory persist
+ * from call to call).  A slot that cannot run this language or this machine
+ * statefully returns SG_E_NOTSUP: the core then runs the code once with
+ * exec (a fresh interpreter, "stateful": false in the tool's result).  The
+ * core runs "shell" itself, in the machine's persistent bash. */
 struct sg_code_req {
-	const char *language; /* "python", "javascript", "typescript", "shell", "r" */
+	const char *language; /* "python", "javascript", "typescript", "r" */
 	const char *code;
-	const char *cwd;      /* absolute; NULL: workspace */
-	const char *const *env; /* as sg_exec_req.env */
-	unsigned timeout_ms;
-	size_t output_cap;
+	const char *cwd;      /* absolute; NULL: workspace (a kernel starts there) */
+	const char *const *env; /* as sg_exec_req.env: for a kernel this call starts */
+	unsigned timeout_ms;  /* interrupt the code after this (the state stays); 0: none */
+	size_t output_cap;    /* bytes kept of stdout and of stderr each */
+	/* ABI 2.1 (the core always fills them; a 2.0 plugin never reads them): */
+	bool reset;           /* discard the interpreter and its state first */
 };
 
+/* Filled by run_code().  The core zeroes it and owns what it holds after. */
 struct sg_code_result {
 	struct sg_buf out, err;    /* initialised by the core */
-	int exit_code;
-	bool timed_out;
+	int exit_code;             /* 0; 1 when the code raised (error); 124 on timeout */
+	bool timed_out;            /* the timeout interrupted the code */
 	char interpreter[128];     /* what ran: "python3 3.11.2", "bash" */
-	json_t *results;           /* rich results (array) or NULL; caller's reference */
+	json_t *results;           /* rich results (array) or NULL; caller's reference.
+				      An entry may hold "_content": MCP content blocks
+				      (a png as an image block) the core lifts out */
 	json_t *error;             /* {name, value, traceback} or NULL; caller's reference */
+	/* ABI 2.1 (zero from a 2.0 plugin): */
+	json_t *output_files;      /* [{name, path, size}] the code wrote in the
+				      workspace, or NULL; caller's reference */
+	bool out_truncated, err_truncated; /* cut at output_cap */
+	bool kernel_restarted;     /* this call runs on a new interpreter: the old one died */
+	char restart_reason[200];  /* why, with kernel_restarted */
+	bool kernel_died;          /* the interpreter ended during this call (the next
+				      call starts a new one) */
+	char died_reason[200];     /* why, with kernel_died */
 };
 
 /* ---- probe ----------------------------------------------------------------- */
@@ -580,9 +629,13 @@ struct sg_backend {
 	 * was cancelled (the command's process group is killed first). */
 	sg_exec_fn *exec;
 
-	/* code.  Runs code in the machine's own interpreter service (the FC
-	 * code interpreter); without it the core writes the code to a file
-	 * and runs the interpreter with exec. */
+	/* code.  Runs code in a stateful interpreter of the machine (FC's code
+	 * interpreter, the kernels of docker's and ssh's runner): see struct
+	 * sg_code_req.  SG_E_NOTSUP (this language, or this machine now): the
+	 * core runs the code once with exec instead; without the slot it
+	 * always does.  A timeout is success with res->timed_out; a code error
+	 * is success with res->error; SG_E_CANCELLED when the call was
+	 * cancelled (the code is interrupted first, the state kept). */
 	sg_run_code_fn *run_code;
 
 	/* stream.  Interactive stream (persistent shells).  read returns the

@@ -147,11 +147,19 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 							 DOCKER_API_TIMEOUT_S);
 	ctx->file_cap = docker_config_uint(host, "file_cap", DOCKER_FILE_CAP);
 	docker_runner_setup(ctx);
+	if (docker_settings_load(ctx, err) < 0) {
+		docker_runner_teardown(ctx);
+		docker_settings_free(ctx);
+		free(ctx);
+		curl_global_cleanup();
+		return -1;
+	}
 	url = host->config_get("docker", "host");
 	ctx->engine = docker_engine_new(host, url ? url : DOCKER_DEFAULT_HOST,
 					ctx->api_timeout_s, err);
 	if (!ctx->engine) {
 		docker_runner_teardown(ctx);
+		docker_settings_free(ctx);
 		free(ctx);
 		return -1;
 	}
@@ -192,6 +200,7 @@ static void docker_fini(void *priv)
 		return;
 	docker_engine_free(ctx->engine);
 	docker_runner_teardown(ctx);
+	docker_settings_free(ctx);
 	free(ctx);
 }
 
@@ -218,29 +227,42 @@ static const struct sg_config_key docker_config_keys[] = {
 	  .help = "the sandgate-runner binary on this host; default: next to "
 		  "docker.so, else the installed libexec/sandgate/sandgate-runner",
 	  .env = "SANDGATE_RUNNER" },
+	{ .key = "container_name_prefix", .def = "sandgate-",
+	  .help = "a named machine's container is called this + its name" },
+	{ .key = "default_image",
+	  .help = "image of docker_run and machine_create when the call names none; unset: "
+		  "the default template's" },
+	{ .key = "admin_machine", .def = "admin",
+	  .help = "the named machine that also gets work_home (its credential's part) at "
+		  "/host instead of /share; \"\" for none" },
+	{ .key = "auto_network", .def = "sandgate",
+	  .help = "network of the named machines (made on first use, removed with the last "
+		  "machine; one per credential when there are several); \"\" for none" },
+	{ .key = "restart_policy_name", .def = "on-failure",
+	  .accepts = "no|on-failure|always|unless-stopped",
+	  .help = "restart policy of named machines" },
+	{ .key = "restart_max_retry_count", .def = "3", .accepts = "uint",
+	  .help = "restarts on-failure allows" },
+	{ .key = "build_timeout", .def = "3600", .accepts = "uint",
+	  .help = "seconds docker_build may take" },
+	{ .key = "build_context_max", .def = "268435456", .accepts = "uint",
+	  .help = "largest build context in bytes docker_build sends" },
 	{ .key = NULL }
 };
 
-static const char docker_help[] =
-	"Docker backend: each machine is a container of a local image (templates: "
-	"[docker] template.<name> = <image>; base = sandgate/base:1, built by "
-	"`make image`; nothing is pulled).  Commands run in /workspace, in their "
-	"own process group so a timeout kills all they started, through "
-	"sandgate-runner, a small static program put into each container at "
-	"/tmp/.sandgate-runner-<build> and started once (about 1 ms a command); "
-	"where it cannot run, or with [docker] runner = false, through plain "
-	"docker exec (about 60 ms).  Files move through the archive API.  The "
-	"daemon is reached at [docker] host or DOCKER_HOST (unix sockets only).  "
-	"Action docker_runner shows a machine's runner state.";
+static const struct sg_config_key docker_storage_keys[] = {
+	{ .key = "work_home",
+	  .help = "absolute host directory of the named machines' workspaces and share "
+		  "(default <state dir>/work)" },
+	{ .key = "share_subdir", .def = "_share",
+	  .help = "directory under work_home mounted read-only at /share (each machine's "
+		  "own subdirectory writable); \"\" for none" },
+	{ .key = NULL }
+};
 
-static const struct sg_action docker_actions[] = {
-	{ .name = "docker_runner",
-	  .summary = "the state of a container's sandgate-runner: active, fallback "
-		     "(and why), off; pid, build, restarts",
-	  .params_schema = "{\"type\": \"object\", \"properties\": {}}",
-	  .example = "{}",
-	  .needs_machine = true,
-	  .handler = docker_action_runner },
+static const struct sg_config_section docker_config_sections[] = {
+	{ .section = "storage", .keys = docker_storage_keys },
+	{ .section = NULL }
 };
 
 SG_EXPORT const struct sg_backend sg_backend = {
@@ -248,7 +270,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.name = "docker",
 	.version = PACKAGE_VERSION,
 	.summary = "containers on the local Docker daemon",
-	.help = docker_help,
+	.help = docker_help_text,
 	.config_keys = docker_config_keys,
 	.init = docker_init,
 	.fini = docker_fini,
@@ -260,7 +282,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = docker_machine_list,
 	/* no expiry group: containers have no backend-side expiry */
 	.exec = docker_exec,
-	/* no code group: the core runs code through exec */
+	.run_code = docker_run_code,
 	.stream_open = docker_stream_open,
 	.stream_write = docker_stream_write,
 	.stream_read = docker_stream_read,
@@ -272,6 +294,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.file_list = docker_file_list,
 	.file_stat = docker_file_stat,
 	.file_remove = docker_file_remove,
+	.config_sections = docker_config_sections,
 	.actions = docker_actions,
-	.n_actions = sizeof(docker_actions) / sizeof(docker_actions[0]),
+	.n_actions = DOCKER_N_ACTIONS,
 };

@@ -10,8 +10,23 @@
  *   files.c    files through the archive API and small exec scripts
  *   demux.c    the 8-byte-header stream parser (see demux.h)
  *   tar.c      libarchive in memory (see tar.h)
- *   runner.c   the in-sandbox runner: upload, start, restart, fallback
- *   rexec.c    commands and streams through the runner
+ *   runner.c   the in-sandbox runner: upload and start (its life, commands
+ *              and streams through it: plugins/runner/rclient.h)
+ *   code.c     run_code on the runner's kernels
+ *
+ * Named machines (docker_run, sandbox_env machine_create) and the actions:
+ *   settings.c [docker] and [storage] keys of named machines; scopes, names
+ *   options.c  docker_run's parameters (= machine_create's options)
+ *   mounts.c   host directories beneath work_home, the bind mounts
+ *   network.c  the shared network: made on first use, gone with the last
+ *   named.c    create or re-adopt a named container; the post-start check
+ *   actions.c  the action table and what the handlers share
+ *   run.c      docker_run (idempotent) and docker_ps (with adoption)
+ *   lifecycle.c docker_stop, docker_start, docker_restart, docker_remove
+ *   inspect.c  docker_inspect, docker_diff, docker_stats
+ *   logs.c     docker_logs
+ *   images.c   docker_images, docker_image_history, docker_commit
+ *   build.c    docker_build (context from the workspace, streamed output)
  */
 #ifndef SG_DOCKER_DOCKER_H
 #define SG_DOCKER_DOCKER_H
@@ -25,6 +40,8 @@
 #include "plugins/docker/engine.h"
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rclient.h"
+#include "plugins/runner/rcode.h"
 
 #define DOCKER_PLUGIN "docker"
 
@@ -37,6 +54,13 @@
 #define DOCKER_LABEL_PERSISTENT "org.sandgate.persistent"
 #define DOCKER_LABEL_NAME       "org.sandgate.name"
 #define DOCKER_LABEL_TEMPLATE   "org.sandgate.template"
+/* ... and on named machines. */
+#define DOCKER_LABEL_CREDENTIAL "org.sandgate.credential" /* call_credential() */
+#define DOCKER_LABEL_SCOPE      "org.sandgate.scope"      /* "" or the credential: the layout */
+#define DOCKER_LABEL_PURPOSE    "org.sandgate.purpose"
+#define DOCKER_LABEL_SHELL      "org.sandgate.shell"
+#define DOCKER_LABEL_NETWORK    "org.sandgate.network"
+#define DOCKER_LABEL_WORK_HOME  "org.sandgate.work_home" /* [storage] work_home it was made under */
 
 #define DOCKER_WORKSPACE "/workspace"
 
@@ -56,6 +80,20 @@ struct docker_ctx {
 	bool runner_on;                  /* [docker] runner */
 	bool runner_faults;              /* SANDGATE_RUNNER_FAULTS=1: tests only */
 
+	/* Named machines (settings.c), read at init. */
+	const char *prefix;              /* [docker] container_name_prefix */
+	const char *admin_machine;       /* [docker] admin_machine, "" none */
+	const char *auto_network;        /* [docker] auto_network, "" none */
+	const char *default_image;       /* [docker] default_image, "" unset */
+	const char *restart_name;        /* [docker] restart_policy_name */
+	unsigned restart_max;            /* [docker] restart_max_retry_count */
+	char *work_home;                 /* absolute (owned), or NULL: work_home_why */
+	char work_home_why[512];
+	const char *share_subdir;        /* [storage] share_subdir, "" none */
+	unsigned build_timeout_s;        /* [docker] build_timeout */
+	size_t build_context_max;        /* [docker] build_context_max */
+	pthread_mutex_t net_lock;        /* one network change at a time (network.c) */
+
 	/* The runner binary on this host, read once (runner.c). */
 	pthread_mutex_t bin_lock;        /* guards the bin* fields */
 	bool bin_tried;
@@ -63,27 +101,18 @@ struct docker_ctx {
 	char bin_why[256];               /* why there is none */
 };
 
-/* Where a machine's runner stands. */
-enum docker_runner_state {
-	DOCKER_RUNNER_IDLE = 0,    /* not started yet */
-	DOCKER_RUNNER_ACTIVE,      /* a connection exists (maybe just died) */
-	DOCKER_RUNNER_FALLBACK,    /* cannot run here: plain docker exec */
-	DOCKER_RUNNER_OFF          /* [docker] runner = false */
-};
-
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct docker_machine {
 	struct docker_ctx *ctx;         /* borrowed from init() */
-	pthread_mutex_t rlock;          /* guards the runner fields below */
-	struct rn_conn *conn;           /* the runner connection (opener's ref) */
-	enum docker_runner_state rstate;
-	char rwhy[640];                 /* why FALLBACK, or how the last one ended */
-	char rpath[DOCKER_PATH_MAX];        /* the runner's path in the container */
+	char cid[DOCKER_ID_MAX];        /* the container's id */
+	struct rnc_site site;           /* its runner (plugins/runner/rclient.h) */
+	/* Written by runner.c's start, under the site's lock: */
 	char reid[80];                  /* exec id of the current runner */
 	char rnote[200];                /* its last stderr line (the engine's
 					   "exec format error" comes that way) */
-	unsigned restarts;
-	long long start_ms;             /* how long the last start took */
+	struct rnc_kstate code;         /* its kernels' runners (code.c) */
+	char shell[128];                /* the shell that replaces /bin/sh, "" none */
+	bool persistent;                /* a named machine: stopped is not gone */
 };
 
 /* Returns the context of a machine made by this plugin, or NULL (err filled). */
@@ -112,7 +141,12 @@ struct docker_run {
 				     the kill itself */
 	bool attach_stdin;        /* streams: stdin stays open */
 	bool merge_stderr;        /* streams: stderr into stdout, in order */
+	const char *sh;           /* replaces /bin/sh (the machine's shell), or NULL */
+	bool persistent;          /* a stopped container is SG_E_UNAVAILABLE, not gone */
 };
+
+/* Fills r->sh and r->persistent from machine m (its handle). */
+void docker_run_for(const struct sg_machine *m, struct docker_run *r);
 
 /* Runs r in container cid and fills res (exit code, signal, output, flags).
  * Returns 0 when the command ran (any exit status, also a timeout); -1 with
@@ -138,8 +172,9 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 /* Waits briefly until exec inspect stops saying Running.  Returns the exit
  * code, or -1 when it is unknown. */
 int docker_exec_wait(struct docker_ctx *ctx, const char *eid);
-/* Kills process group pgid (> 1) in container cid with a second exec. */
-void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid);
+/* Kills process group pgid (> 1) in container cid with a second exec, in
+ * shell sh (NULL: /bin/sh). */
+void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid, const char *sh);
 
 /* Runs r in machine m: through the runner when it works there, else with
  * docker_run().  Same contract as docker_run(). */
@@ -153,21 +188,16 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 /* Reads the configuration ([docker] runner, runner_path) into ctx. */
 void docker_runner_setup(struct docker_ctx *ctx);
 void docker_runner_teardown(struct docker_ctx *ctx);
-void docker_runner_machine_init(struct docker_machine *dm);
-/* Ends the machine's runner connection (handle release). */
+/* The runner site of a new handle (m's id set); fini ends its runner. */
+void docker_runner_machine_init(struct docker_machine *dm, const struct sg_machine *m);
 void docker_runner_machine_fini(struct docker_machine *dm);
 
-/* A working runner connection for m, started (or restarted) on demand.
- * Returns 0 with a reference in *out (rn_conn_put), 1 when this machine uses
- * plain docker exec, -1 with err (SG_E_GONE: the container is gone). */
-int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
-		      struct rn_conn **out, struct sg_err *err);
+/* How many times m's runner was started again (kernels die with it). */
+unsigned docker_runner_generation(const struct sg_machine *m);
 
 /* The runner state of m as JSON (sandbox_env status); caller's reference. */
 json_t *docker_runner_status(struct sg_machine *m);
 sg_action_fn docker_action_runner;
-
-/* ---- rexec.c ----------------------------------------------------------------- */
 
 /* Runs a one-shot command through m's runner.  Returns 0 when it ran (as
  * docker_run), -1 with err, or 1 when the runner is not available (or the
@@ -177,23 +207,24 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
 		       struct sg_call *call, struct sg_exec_result *res,
 		       struct sg_err *err);
 
-/* An interactive stream through the runner (stdin open, output merged, and
- * with status_fd >= 3 a status channel).  Owned by the sg_stream that holds
- * it (stream.c), freed by docker_rstream_close(). */
-struct docker_rstream;
+/* ---- code.c ------------------------------------------------------------------ */
 
-/* Returns 0 with *out, -1 with err, or 1 when the runner is not available. */
-int docker_rstream_open(struct docker_ctx *ctx, const struct sg_machine *m,
-			const struct sg_exec_req *req, int status_fd,
-			struct docker_rstream **out, struct sg_err *err);
-ssize_t docker_rstream_write(struct docker_rstream *rs, const void *p, size_t n,
-			     struct sg_err *err);
-/* As stream_read; *channel (may be NULL) gets enum sg_stream_channel. */
-ssize_t docker_rstream_read(struct docker_rstream *rs, void *p, size_t n,
-			    int timeout_ms, int *channel, struct sg_err *err);
-int docker_rstream_close(struct docker_rstream *rs, int *exit_code);
+/* run_code on the runner's kernels (a kernel per container and language);
+ * SG_E_NOTSUP without a runner or for another language (the core runs it). */
+sg_run_code_fn docker_run_code;
 
 /* ---- machine.c --------------------------------------------------------------- */
+
+/* Sets m's strings (id, workspace, template, url) from an inspect answer. */
+int docker_machine_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+			struct sg_err *err);
+/* Makes m's handle; its shell and kind come from the container's labels. */
+int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+			  struct sg_err *err);
+/* POST /containers/{id}/start (304 is success), no checks.  0 or -1. */
+int docker_container_start_raw(struct docker_ctx *ctx, const char *id, struct sg_err *err);
+/* DELETE /containers/{id}?force=1&v=1 (gone is success).  0 or -1. */
+int docker_container_remove(struct docker_ctx *ctx, const char *id, struct sg_err *err);
 
 sg_machine_create_fn docker_machine_create;
 sg_machine_attach_fn docker_machine_attach;
@@ -218,5 +249,156 @@ sg_file_write_fn docker_file_write;
 sg_file_list_fn docker_file_list;
 sg_file_stat_fn docker_file_stat;
 sg_file_remove_fn docker_file_remove;
+
+/* ---- settings.c: named machines ------------------------------------------------ */
+
+/* Reads [docker] and [storage] keys of named machines into ctx (init).
+ * Returns 0, or -1 with err when out of memory. */
+int docker_settings_load(struct docker_ctx *ctx, struct sg_err *err);
+void docker_settings_free(struct docker_ctx *ctx);
+
+/* Where a caller's named machines live. */
+struct docker_scope {
+	char cred[17];      /* host->call_credential(call), "" without one */
+	char key[17];       /* "" (one plain layout), or cred when the server serves
+			       several credentials: work_home/<key>/ and the network */
+	char network[192];  /* the network's name, "" when [docker] auto_network is "" */
+};
+
+void docker_scope_of(struct docker_ctx *ctx, struct sg_call *call, struct docker_scope *sc);
+/* The scope a container was made in, from its labels. */
+void docker_scope_labels(struct docker_ctx *ctx, const json_t *labels, struct docker_scope *sc);
+
+/* prefix + name into out.  Returns 0, or -1 (SG_E_INVAL) when too long. */
+int docker_container_name(struct docker_ctx *ctx, const char *name, char *out, size_t size,
+			  struct sg_err *err);
+/* True when name is [docker] admin_machine. */
+bool docker_is_admin(struct docker_ctx *ctx, const char *name);
+
+/* ---- options.c ------------------------------------------------------------------- */
+
+/* docker_run's parameters, which sandbox_env machine_create passes as
+ * create options.  Strings borrowed from the JSON they came from. */
+struct docker_opts {
+	const char *image;     /* NULL: the template's, [docker] default_image, base */
+	const char *purpose;   /* NULL */
+	const char *workdir;   /* NULL: /workspace */
+	const char *shell;     /* NULL: /bin/sh and bash */
+	json_t *env;           /* new array of "K=V", or NULL */
+	json_t *cmd;           /* new array (Cmd), or NULL: the image's own */
+	json_t *exposed;       /* new object (ExposedPorts), or NULL */
+	json_t *bindings;      /* new object (HostConfig.PortBindings), or NULL */
+};
+
+/* Parses and checks o (may be NULL); `what` names the caller in messages
+ * ("docker_run", "machine_create").  Unknown names are refused by name, and
+ * anything that would mount a host path (volumes, binds, mounts, ...) with
+ * the reason.  Returns 0, or -1 with err (SG_E_INVAL). */
+int docker_opts_parse(struct docker_ctx *ctx, const json_t *o, const char *what,
+		      struct docker_opts *out, struct sg_err *err);
+void docker_opts_free(struct docker_opts *o);
+
+/* ---- mounts.c -------------------------------------------------------------------- */
+
+/* Makes the host directories of named machine `name` in scope sc beneath
+ * work_home (every component created and opened without following a link)
+ * and sets *mounts to a new HostConfig.Mounts array: work_home/<scope>/<name>
+ * at /workspace; the share root read-only at /share with its <name> read-
+ * write (unless share_subdir is ""); for the admin machine the scope's root
+ * at /host instead of the share.  Returns 0 or -1 with err. */
+int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, const char *name,
+		       json_t **mounts, struct sg_err *err);
+/* Checks before a start that every bind source of the container (inspect
+ * answer) is still a directory beneath work_home reached without a link.
+ * Returns 0 or -1 with err (SG_E_PERM). */
+int docker_mounts_verify(struct docker_ctx *ctx, const json_t *info, struct sg_err *err);
+/* The host share directory of machine `name` in scope sc into out; 0, or
+ * -1 when there is none (no share, no work_home). */
+int docker_share_dir(struct docker_ctx *ctx, const struct docker_scope *sc, const char *name,
+		     char *out, size_t size);
+/* Removes the tree at work_home-relative `rel` (never following a link).
+ * Returns 0, or -1 with err naming what stayed. */
+int docker_tree_remove(struct docker_ctx *ctx, const char *rel, struct sg_err *err);
+/* Opens the directory work_home/<rel> (O_PATH, no link followed anywhere
+ * beneath work_home).  Returns the fd, or -1 with err (SG_E_NOTFOUND,
+ * SG_E_PERM for a link). */
+int docker_dir_open(struct docker_ctx *ctx, const char *rel, struct sg_err *err);
+/* The work_home-relative directory of machine `name`'s workspace. */
+void docker_workspace_rel(const struct docker_scope *sc, const char *name, char *out, size_t size);
+
+/* ---- network.c ------------------------------------------------------------------- */
+
+/* Makes network `net` unless it exists.  Returns 0 or -1 with err. */
+int docker_network_ensure(struct docker_ctx *ctx, const char *net, struct sg_err *err);
+/* Removes network `net` when sandgate made it and no container (running or
+ * not, labelled for it or attached) uses it any more.  Never fails. */
+void docker_network_release(struct docker_ctx *ctx, const char *net);
+
+/* ---- named.c --------------------------------------------------------------------- */
+
+/* machine_create of a named persistent machine: re-adopts the container of
+ * that name when it is the caller's (started if stopped), else makes it
+ * from req->options.  See docker_machine_create. */
+int docker_named_create(struct docker_ctx *ctx, const struct sg_create_req *req,
+			struct sg_call *call, struct sg_machine *m, struct sg_err *err);
+/* GET /containers/{id}/json; *info the caller's.  SG_E_NOTFOUND on 404. */
+int docker_container_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
+			     struct sg_err *err);
+/* POST /containers/{id}/start after docker_mounts_verify.  0 or -1. */
+int docker_container_start(struct docker_ctx *ctx, const char *id, struct sg_err *err);
+/* True when a container (inspect answer) is the named machine `name` of
+ * credential cred made under this sandgate's work_home (labels): another
+ * deployment on the same engine, even of the same user, keeps its own. */
+bool docker_container_is(struct docker_ctx *ctx, const json_t *info, const char *name,
+			 const char *cred);
+/* The state of container id shortly after a start: {status, running} and,
+ * when it is not running, exit_code, error and its last log lines.  New
+ * object, or NULL when it cannot be inspected. */
+json_t *docker_after_start(struct docker_ctx *ctx, const char *id);
+
+/* ---- logs.c ---------------------------------------------------------------------- */
+
+/* The last `lines` lines of container id's output (stdout and stderr in
+ * order) into out, at most `cap` bytes (the end kept).  0 or -1. */
+int docker_logs_tail(struct docker_ctx *ctx, const char *id, unsigned lines, size_t cap,
+		     struct sg_buf *out, struct sg_err *err);
+sg_action_fn docker_act_logs;
+
+/* ---- context.c ------------------------------------------------------------------- */
+
+/* Packs directory dirfd (a build context beneath a machine's workspace,
+ * walked without following a link; links go in as links) and the bytes
+ * df[0..df_len) as entry df_name into a tar appended to *out, at most max
+ * bytes (SG_E_TOOBIG).  What cannot be read fails with its path (SG_E_IO).
+ * Returns 0 or -1 with err. */
+int docker_context_pack(struct docker_ctx *ctx, int dirfd, const char *df_name, const void *df,
+			size_t df_len, size_t max, struct sg_buf *out, struct sg_err *err);
+
+/* ---- actions ---------------------------------------------------------------------- */
+
+#define DOCKER_N_ACTIONS 15
+extern const struct sg_action docker_actions[DOCKER_N_ACTIONS];
+extern const char docker_help_text[];
+/* The descriptor (docker.c), for host->machine_create. */
+extern const struct sg_backend sg_backend;
+
+/* A named machine of the caller by name, id or id prefix (12+), from the
+ * record (host->call_machines): a new object {name, id, ...} or NULL with
+ * err (SG_E_NOTFOUND). */
+json_t *docker_find_machine(struct docker_ctx *ctx, struct sg_call *call, const char *key,
+			    struct sg_err *err);
+/* A JSON string of p[0..n) with every byte that is not valid UTF-8 (and
+ * NUL) replaced by U+FFFD.  New reference, NULL when out of memory. */
+json_t *docker_json_text(const char *p, size_t n);
+/* Appends `more` to the note of result r ("; " between). */
+void docker_note(json_t *r, const char *more);
+/* An ISO 8601 UTC time of unix seconds t into out. */
+void docker_iso_time(long long t, char *out, size_t size);
+
+sg_action_fn docker_act_run, docker_act_ps;
+sg_action_fn docker_act_stop, docker_act_start, docker_act_restart, docker_act_remove;
+sg_action_fn docker_act_inspect, docker_act_diff, docker_act_stats;
+sg_action_fn docker_act_images, docker_act_history, docker_act_commit;
+sg_action_fn docker_act_build;
 
 #endif /* SG_DOCKER_DOCKER_H */

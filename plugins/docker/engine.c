@@ -199,8 +199,11 @@ static void docker_pool_give(struct docker_engine *e, CURL *h)
 struct docker_xfer {
 	struct docker_engine *e;
 	struct docker_reply *rp;
+	const struct docker_http *rq;
+	CURL *h;
 	size_t max;
 	bool oom;
+	bool stopped;  /* on_body or the call's cancellation stopped it */
 };
 
 static size_t docker_on_body(char *p, size_t size, size_t n, void *ud)
@@ -208,6 +211,17 @@ static size_t docker_on_body(char *p, size_t size, size_t n, void *ud)
 	struct docker_xfer *x = ud;
 	size_t len = size * n;
 
+	long status = 0;
+
+	if (x->rq->on_body)
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+	if (x->rq->on_body && status > 0 && status < 300) {
+		if (x->rq->on_body(p, len, x->rq->ud) != 0) {
+			x->stopped = true;
+			return 0;
+		}
+		return len;
+	}
 	if (x->rp->body.len + len > x->max) {
 		/* Returning short aborts the transfer: we never hold more than
 		 * the caller allowed (file_read of a huge file). */
@@ -239,6 +253,19 @@ static size_t docker_on_header(char *p, size_t size, size_t n, void *ud)
 			x->oom = true;
 	}
 	return size * n;
+}
+
+/* curl's progress callback: a cancelled call stops the transfer. */
+static int docker_on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct docker_xfer *x = ud;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	if (x->rq->call && x->e->host->cancelled(x->rq->call)) {
+		x->stopped = true;
+		return 1;
+	}
+	return 0;
 }
 
 static long docker_timeout_ms(const struct docker_engine *e, const struct docker_http *rq)
@@ -287,7 +314,7 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 			  const char *vpath, struct docker_reply *rp,
 			  struct sg_err *err)
 {
-	struct docker_xfer x = { .e = e, .rp = rp };
+	struct docker_xfer x = { .e = e, .rp = rp, .rq = rq };
 	struct curl_slist *hdrs = NULL, *tmp;
 	char url[4096], ctype[128];
 	CURLcode cc;
@@ -301,6 +328,7 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 	h = docker_pool_take(e);
 	if (!h)
 		return e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	x.h = h;
 	/* An empty Expect: stops curl from waiting for 100-continue on larger
 	 * bodies (up to a second per upload otherwise). */
 	tmp = curl_slist_append(hdrs, "Expect:");
@@ -325,6 +353,11 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, docker_on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	if (rq->call) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, docker_on_xfer);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+	}
 	if (strcmp(rq->method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(rq->method, "GET") != 0) {
@@ -339,6 +372,17 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rp->status);
 	if (x.oom)
 		goto nomem;
+	if (x.stopped) {
+		/* The connection is in the middle of an answer: never reuse it. */
+		curl_easy_cleanup(h);
+		h = NULL;
+		if (rq->call && e->host->cancelled(rq->call))
+			e->host->errf(err, SG_E_CANCELLED, "docker API %s %s: cancelled", rq->method, rq->path);
+		else
+			e->host->errf(err, SG_E_IO, "docker API %s %s: the answer's reader stopped it",
+				      rq->method, rq->path);
+		goto out;
+	}
 	if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && rp->body_capped)) {
 		docker_curl_err(e, h, cc, rq, err);
 		goto out;
@@ -349,7 +393,8 @@ nomem:
 	e->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 out:
 	curl_slist_free_all(hdrs);
-	docker_pool_give(e, h);
+	if (h)
+		docker_pool_give(e, h);
 	return rc;
 }
 

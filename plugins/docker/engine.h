@@ -32,6 +32,14 @@ struct docker_http {
 	const char *content_type; /* of body, or NULL */
 	size_t max_body;          /* cut the response body past this; 0: 16 MiB */
 	unsigned timeout_ms;      /* this request's limit; 0: [docker] api_timeout */
+	/* Optional: the response body of a 2xx answer goes to on_body as it
+	 * arrives instead of into the reply (streamed answers: build output);
+	 * a non-zero return stops the transfer (SG_E_IO). */
+	int (*on_body)(const char *p, size_t n, void *ud);
+	void *ud;
+	/* Optional: the MCP call whose cancellation aborts the request
+	 * (SG_E_CANCELLED); NULL: none. */
+	struct sg_call *call;
 };
 
 /* The answer to one request; release with docker_reply_free(). */

@@ -1,6 +1,7 @@
 /*
  * One-shot commands through docker exec (Tty=false, stdin closed): the path
- * when the container's runner is not available (rexec.c is the fast one).
+ * when the container's runner is not available (the fast one is the runner
+ * client, plugins/runner/rclient.h).
  *
  * The Engine API cannot signal an exec, so every command runs under a small
  * wrapper in the same exec that starts it in a new session (hence a new
@@ -28,12 +29,6 @@
 
 #include "plugins/docker/demux.h"
 
-/* $0 is "sg", "$@" the command.  Without setsid (minimal images) the exec's
- * own process is the group leader under runc, so $$ still names the group. */
-#define DOCKER_WRAPPER \
-	"if command -v setsid >/dev/null 2>&1; then " \
-	"exec setsid -f -w /bin/sh -c 'echo $$; exec \"$@\"' sg \"$@\"; fi; " \
-	"echo $$; exec \"$@\""
 #define DOCKER_SETSID_NOTE " did not exit normally"
 #define DOCKER_TAIL 256             /* stderr bytes kept for setsid's note */
 #define DOCKER_READ_CHUNK 65536
@@ -189,15 +184,21 @@ static void docker_decode_signal(struct docker_exec_state *st, int code)
 
 /* ---- the Engine calls ------------------------------------------------------------ */
 
-/* Maps a failed exec create: a missing or stopped container is SG_E_GONE. */
+/* Maps a failed exec create: a missing container is SG_E_GONE, and so is a
+ * stopped sandbox; a stopped named machine is only stopped. */
 static int docker_exec_create_fail(struct docker_ctx *ctx, const char *cid,
-				   long status, const json_t *reply,
-				   struct sg_err *err)
+				   const struct docker_run *r, long status,
+				   const json_t *reply, struct sg_err *err)
 {
 	if (status == 404)
 		return ctx->host->errf(err, SG_E_GONE,
 				       "container %s is gone (removed outside "
 				       "sandgate): create a new machine", cid);
+	if (status == 409 && r->persistent)
+		return ctx->host->errf(err, SG_E_UNAVAILABLE,
+				       "container %s is not running: start it with "
+				       "sandbox_env docker_start (%s)", cid,
+				       docker_reply_message(reply));
 	if (status == 409)
 		return ctx->host->errf(err, SG_E_GONE,
 				       "container %s is not running (stopped outside "
@@ -206,9 +207,16 @@ static int docker_exec_create_fail(struct docker_ctx *ctx, const char *cid,
 				  status, reply);
 }
 
+/* "/bin/sh" in what an exec runs, or the machine's own shell. */
+static const char *docker_sh(const struct docker_run *r, const char *word)
+{
+	return r->sh && !strcmp(word, "/bin/sh") ? r->sh : word;
+}
+
 static json_t *docker_exec_body(const struct docker_run *r)
 {
 	json_t *body, *cmd, *env;
+	char *wrapper = NULL;
 	size_t i;
 
 	body = json_pack("{s:b, s:b, s:b, s:b}", "AttachStdin", r->attach_stdin,
@@ -222,15 +230,25 @@ static json_t *docker_exec_body(const struct docker_run *r)
 		goto fail;
 	}
 	if (r->group) {
-		if (json_array_append_new(cmd, json_string("/bin/sh")) < 0 ||
+		/* $0 is "sg", "$@" the command.  Without setsid (minimal images)
+		 * the exec's own process is the group leader under runc, so $$
+		 * still names the group.  setsid runs a shell too: the
+		 * machine's own. */
+		if (asprintf(&wrapper, "%sif command -v setsid >/dev/null 2>&1; then "
+			     "exec setsid -f -w %s -c 'echo $$; exec \"$@\"' sg \"$@\"; fi; "
+			     "echo $$; exec \"$@\"", r->merge_stderr ? "exec 2>&1; " : "",
+			     docker_sh(r, "/bin/sh")) < 0) {
+			wrapper = NULL;
+			goto fail;
+		}
+		if (json_array_append_new(cmd, json_string(docker_sh(r, "/bin/sh"))) < 0 ||
 		    json_array_append_new(cmd, json_string("-c")) < 0 ||
-		    json_array_append_new(cmd, json_string(r->merge_stderr ?
-				"exec 2>&1; " DOCKER_WRAPPER : DOCKER_WRAPPER)) < 0 ||
+		    json_array_append_new(cmd, json_string(wrapper)) < 0 ||
 		    json_array_append_new(cmd, json_string("sg")) < 0)
 			goto fail;
 	}
 	for (i = 0; r->argv[i]; i++)
-		if (json_array_append_new(cmd, json_string(r->argv[i])) < 0)
+		if (json_array_append_new(cmd, json_string(i ? r->argv[i] : docker_sh(r, r->argv[i]))) < 0)
 			goto fail;
 	if (r->env) {
 		env = json_array();
@@ -243,8 +261,10 @@ static json_t *docker_exec_body(const struct docker_run *r)
 	if (r->cwd && *r->cwd &&
 	    json_object_set_new(body, "WorkingDir", json_string(r->cwd)) < 0)
 		goto fail;
+	free(wrapper);
 	return body;
 fail:
+	free(wrapper);
 	json_decref(body);
 	return NULL;
 }
@@ -266,7 +286,7 @@ int docker_exec_create(struct docker_ctx *ctx, const char *cid,
 	if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply, err) < 0)
 		goto out;
 	if (status != 201) {
-		docker_exec_create_fail(ctx, cid, status, reply, err);
+		docker_exec_create_fail(ctx, cid, r, status, reply, err);
 		goto out;
 	}
 	id = json_string_value(json_object_get(reply, "Id"));
@@ -333,14 +353,14 @@ int docker_exec_wait(struct docker_ctx *ctx, const char *eid)
 	}
 }
 
-void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid)
+void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid, const char *sh)
 {
 	char num[24];
 	const char *argv[] = { "/bin/sh", "-c",
 			       "kill -s KILL -- -\"$1\" 2>/dev/null; exit 0", "sg",
 			       num, NULL };
 	struct docker_run r = { .argv = argv, .timeout_ms = DOCKER_KILL_TIMEOUT_MS,
-				.cap = 4096, .cwd = "/" };
+				.cap = 4096, .cwd = "/", .sh = sh };
 	struct sg_exec_result res;
 	struct sg_err e;
 
@@ -364,7 +384,7 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 {
 	const char *argv[] = { "/bin/sh", "-c", "test -d \"$1\"", "sg", r->cwd, NULL };
 	struct docker_run check = { .argv = argv, .cwd = "/", .cap = 4096,
-				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS };
+				    .timeout_ms = DOCKER_KILL_TIMEOUT_MS, .sh = r->sh };
 	struct sg_exec_result res;
 	struct sg_err e;
 	char why[256];
@@ -386,10 +406,17 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 	if (!*why)
 		docker_first_line(got->err.data ? got->err.data : "", got->err.len, why,
 				  sizeof(why));
+	/* The container stopped between the exec's create and its start. */
+	if (strstr(why, "stopped container") || strstr(why, "is not running"))
+		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
+				       "container %s is not running%s", cid, r->persistent ?
+				       ": start it with sandbox_env docker_start" :
+				       " (stopped outside sandgate)");
 	return ctx->host->errf(err, SG_E_BACKEND, "docker could not start the command "
 			       "in container %s (exit %d)%s%s: the image needs "
-			       "/bin/sh, and cwd must be a directory", cid, code,
-			       *why ? ": " : "", why);
+			       "%s (or make the machine with a `shell` it has), and cwd "
+			       "must be a directory", cid, code, *why ? ": " : "", why,
+			       docker_sh(r, "/bin/sh"));
 }
 
 /* ---- the read loop ------------------------------------------------------------- */
@@ -430,7 +457,7 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 	for (;;) {
 		if (*stop && !killed && (st->pgid > 0 || !r->group)) {
 			if (r->group)
-				docker_kill_group(ctx, cid, st->pgid);
+				docker_kill_group(ctx, cid, st->pgid, r->sh);
 			killed = true;
 			/* Orphans that left the group may hold the stream
 			 * open: drain a little, then give up on it. */
@@ -512,7 +539,7 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	snprintf(path, sizeof(path), "/exec/%s/start", eid);
 	if (docker_engine_hijack(ctx->engine, path, start, &fd, &early, &status, err) < 0) {
 		if (status == 404 || status == 409)
-			docker_exec_create_fail(ctx, cid, status, NULL, err);
+			docker_exec_create_fail(ctx, cid, r, status, NULL, err);
 		goto out;
 	}
 	if (early.len > 0 &&
@@ -523,7 +550,7 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	if (docker_exec_pump(ctx, cid, fd, r, call, &st, &dmx, &stop, err) < 0) {
 		/* We stop listening: do not leave the command running. */
 		if (r->group && st.pgid > 0)
-			docker_kill_group(ctx, cid, st.pgid);
+			docker_kill_group(ctx, cid, st.pgid, r->sh);
 		goto out;
 	}
 	close(fd);
@@ -563,6 +590,14 @@ int docker_check_env(struct docker_ctx *ctx, const char *const *env,
 			return ctx->host->errf(err, SG_E_INVAL, "env entry \"%.64s\" is "
 					       "not KEY=VALUE", env[i]);
 	return 0;
+}
+
+void docker_run_for(const struct sg_machine *m, struct docker_run *r)
+{
+	const struct docker_machine *dm = m ? m->handle : NULL;
+
+	r->sh = dm && dm->shell[0] ? dm->shell : NULL;
+	r->persistent = dm && dm->persistent;
 }
 
 int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
@@ -605,6 +640,7 @@ int docker_exec(struct sg_machine *m, const struct sg_exec_req *req,
 		.cap = req->output_cap ? req->output_cap : SG_OUTPUT_CAP_DEFAULT,
 		.group = true,
 	};
+	docker_run_for(m, &r);
 	t0 = docker_now_ms();
 	rc = docker_run_machine(ctx, m, &r, req->command, call, res, err);
 	ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN,

@@ -107,6 +107,7 @@ static int docker_sh(struct docker_ctx *ctx, const struct sg_machine *m,
 	for (i = 0; args[i] && i + 5 < sizeof(argv) / sizeof(argv[0]); i++)
 		argv[4 + i] = args[i];
 	argv[4 + i] = NULL;
+	docker_run_for(m, &r);
 	if (docker_run_machine(ctx, m, &r, NULL, call, res, err) < 0)
 		return -1;
 	if (res->timed_out)

@@ -30,15 +30,29 @@ static void docker_progress(struct docker_ctx *ctx, struct sg_call *call,
 		ctx->host->progress(call, step, 3, msg);
 }
 
-static int docker_handle_new(struct docker_ctx *ctx, struct sg_machine *m,
-			     struct sg_err *err)
+int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+			  struct sg_err *err)
 {
 	struct docker_machine *dm = calloc(1, sizeof(*dm)); /* docker_machine_release() */
+	const json_t *labels = json_object_get(json_object_get(info, "Config"), "Labels");
+	const char *shell = json_string_value(json_object_get(labels, DOCKER_LABEL_SHELL));
+	const char *pers = json_string_value(json_object_get(labels, DOCKER_LABEL_PERSISTENT));
 
 	if (!dm)
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	dm->ctx = ctx;
-	docker_runner_machine_init(dm);
+	docker_runner_machine_init(dm, m);
+	dm->persistent = pers && !strcmp(pers, "1") &&
+			 json_object_get(labels, DOCKER_LABEL_NAME) != NULL;
+	if (shell && *shell) {
+		char why[200];
+
+		snprintf(dm->shell, sizeof(dm->shell), "%s", shell);
+		/* The runner runs commands with /bin/sh: not here. */
+		snprintf(why, sizeof(why), "the machine's shell is %s: commands run through "
+			 "plain docker exec", dm->shell);
+		rnc_site_fallback(&dm->site, why);
+	}
 	m->handle = dm;
 	return 0;
 }
@@ -60,7 +74,7 @@ static const char *docker_ip_of(const json_t *info)
 }
 
 /* Sets m's strings from a container inspect answer. */
-static int docker_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+int docker_machine_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
 		       struct sg_err *err)
 {
 	const struct sg_host_api *h = ctx->host;
@@ -80,9 +94,8 @@ static int docker_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_
 	return 0;
 }
 
-/* GET /containers/{id}/json.  *info is the caller's reference. */
-static int docker_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
-			  struct sg_err *err)
+int docker_container_inspect(struct docker_ctx *ctx, const char *id, json_t **info,
+			     struct sg_err *err)
 {
 	char *eid = docker_engine_escape(id), path[DOCKER_ID_MAX * 3 + 32];
 	long status;
@@ -229,7 +242,7 @@ out:
 	return rc;
 }
 
-static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+int docker_container_start_raw(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
 	char path[DOCKER_ID_MAX + 32];
 	json_t *reply = NULL;
@@ -248,7 +261,7 @@ static int docker_start(struct docker_ctx *ctx, const char *id, struct sg_err *e
 }
 
 /* DELETE ?force=1&v=1; a container already gone is success. */
-static int docker_remove(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+int docker_container_remove(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
 	char path[DOCKER_ID_MAX + 48];
 	json_t *reply = NULL;
@@ -283,6 +296,12 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 		return ctx->host->errf(err, SG_E_INVAL, "docker create: no request");
 	if (docker_check_env(ctx, req->env, err) < 0)
 		return -1;
+	/* A named machine (docker_run, machine_create) is its own kind. */
+	if (req->persistent && req->name && *req->name)
+		return docker_named_create(ctx, req, call, m, err);
+	if (req->options && json_object_size(req->options))
+		return ctx->host->errf(err, SG_E_INVAL, "docker: a sandbox takes no create options; "
+				       "a named machine (sandbox_env machine_create, docker_run) does");
 	if (docker_template_image(ctx, tmpl, image, sizeof(image)) < 0)
 		return ctx->host->errf(err, SG_E_NOTFOUND,
 				       "no docker template %s: add [docker] template.%s = "
@@ -291,15 +310,15 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	if (docker_create_container(ctx, req, tmpl, image, id, sizeof(id), err) < 0)
 		return -1;
 	docker_progress(ctx, call, 1, "starting container");
-	if (docker_start(ctx, id, err) < 0)
+	if (docker_container_start_raw(ctx, id, err) < 0)
 		goto fail;
 	docker_progress(ctx, call, 2, "inspecting container");
-	if (docker_inspect(ctx, id, &info, err) < 0)
+	if (docker_container_inspect(ctx, id, &info, err) < 0)
 		goto fail;
-	if (docker_fill(ctx, m, info, err) < 0 ||
+	if (docker_machine_fill(ctx, m, info, err) < 0 ||
 	    ctx->host->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl) < 0)
 		goto fail;
-	if (docker_handle_new(ctx, m, err) < 0)
+	if (docker_machine_handle(ctx, m, info, err) < 0)
 		goto fail;
 	json_decref(info);
 	docker_progress(ctx, call, 3, "container ready");
@@ -308,7 +327,7 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	return 0;
 fail:
 	json_decref(info);
-	if (docker_remove(ctx, id, &ignore) < 0)
+	if (docker_container_remove(ctx, id, &ignore) < 0)
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
 			       "removing half-made container %s failed: %s", id,
 			       ignore.msg);
@@ -317,26 +336,32 @@ fail:
 
 /* ---- attach, destroy, release ------------------------------------------------------ */
 
-/* Binds m to container id when sandgate made it (label managed=1); a stopped
- * one (host reboot) is started again. */
+/* Binds m to container id when sandgate made it (label managed=1).  A
+ * stopped sandbox (host reboot) is started again, or is gone; a stopped
+ * named machine is started unless docker_stop stopped it (what it kept),
+ * and is bound stopped when it does not start (docker_start, docker_logs
+ * and docker_remove still reach it). */
 int docker_machine_attach(void *priv, const char *id, const json_t *kept,
 			  struct sg_call *call, struct sg_machine *m, struct sg_err *err)
 {
 	struct docker_ctx *ctx = priv;
 	const json_t *labels, *state;
 	json_t *info = NULL;
-	const char *managed;
+	const char *managed, *pers, *cid;
+	bool persistent;
+	struct sg_err serr;
 	int rc = -1;
 
-	(void)kept; /* a container says all there is to know about itself */
-
+	(void)call;
 	if (!docker_id_ok(id))
 		return ctx->host->errf(err, SG_E_INVAL, "docker attach: %.64s is not a "
 				       "container id or name", id ? id : "(null)");
-	if (docker_inspect(ctx, id, &info, err) < 0)
+	if (docker_container_inspect(ctx, id, &info, err) < 0)
 		return -1;
 	labels = json_object_get(json_object_get(info, "Config"), "Labels");
 	managed = json_string_value(json_object_get(labels, DOCKER_LABEL_MANAGED));
+	pers = json_string_value(json_object_get(labels, DOCKER_LABEL_PERSISTENT));
+	persistent = pers && !strcmp(pers, "1") && json_object_get(labels, DOCKER_LABEL_NAME);
 	if (!managed || strcmp(managed, "1") != 0) {
 		ctx->host->errf(err, SG_E_NOTFOUND, "container %s was not made by "
 				"sandgate (no %s=1 label): sandgate only adopts its own",
@@ -344,19 +369,26 @@ int docker_machine_attach(void *priv, const char *id, const json_t *kept,
 		goto out;
 	}
 	state = json_object_get(info, "State");
-	if (!json_is_true(json_object_get(state, "Running"))) {
-		const char *cid = json_string_value(json_object_get(info, "Id"));
-
-		if (!cid || docker_start(ctx, cid, err) < 0) {
+	cid = json_string_value(json_object_get(info, "Id"));
+	if (!json_is_true(json_object_get(state, "Running")) &&
+	    !(persistent && json_is_true(json_object_get(kept, "stopped")))) {
+		rc = cid ? (persistent ? docker_container_start(ctx, cid, &serr)
+				       : docker_container_start_raw(ctx, cid, &serr)) : -1;
+		if (rc < 0 && !persistent) {
 			ctx->host->errf(err, SG_E_GONE, "container %s is stopped and does not "
 					"start again: destroy it and create a new machine", id);
 			goto out;
 		}
+		if (rc < 0)
+			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "machine container %s does "
+				       "not start again (%s): bound stopped", id, serr.msg);
+		rc = -1;
 		json_decref(info);
-		if (docker_inspect(ctx, cid, &info, err) < 0)
+		if (docker_container_inspect(ctx, cid, &info, err) < 0)
 			return -1;
 	}
-	if (docker_fill(ctx, m, info, err) < 0 || docker_handle_new(ctx, m, err) < 0)
+	if (docker_machine_fill(ctx, m, info, err) < 0 ||
+	    docker_machine_handle(ctx, m, info, err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -364,20 +396,34 @@ out:
 	return rc;
 }
 
-/* Removes the container with its anonymous volumes; execs die with it. */
+/* Removes the container with its anonymous volumes (execs die with it),
+ * then its network when no machine uses that any more. */
 int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 			   struct sg_err *err)
 {
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	const json_t *labels;
+	json_t *info = NULL;
+	const char *net;
+	struct sg_err ierr;
+	char netname[192] = "";
 
+	(void)call;
 	if (!ctx)
 		return -1;
 	if (!docker_id_ok(m->id))
 		return ctx->host->errf(err, SG_E_INVAL, "docker destroy: %.64s is not a "
 				       "container id", m->id);
-	if (docker_remove(ctx, m->id, err) < 0)
+	if (docker_container_inspect(ctx, m->id, &info, &ierr) == 0) {
+		labels = json_object_get(json_object_get(info, "Config"), "Labels");
+		net = json_string_value(json_object_get(labels, DOCKER_LABEL_NETWORK));
+		snprintf(netname, sizeof(netname), "%s", net ? net : "");
+		json_decref(info);
+	}
+	if (docker_container_remove(ctx, m->id, err) < 0)
 		return -1;
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %s", m->id);
+	docker_network_release(ctx, netname);
 	return 0;
 }
 

@@ -10,12 +10,12 @@
  * trip.  The build id in the name and in the runner's HELLO makes sure the
  * file is the build this plugin carries.
  *
- * A runner that died (killed inside the sandbox, a broken frame) is started
- * again on the next call, with a log line.  A runner that cannot run at all
- * (another CPU architecture, noexec everywhere, no writable place) leaves the
- * container on plain docker exec: said once in the log, and kept as the
- * machine's runner state for sandbox_env.  [docker] runner = false forces
- * that fallback everywhere.
+ * Its life per container (started on the first call, again after it died,
+ * plain docker exec for good where it cannot run) and the commands and
+ * streams through it are the one runner client's (plugins/runner/rclient.h);
+ * this file gives it the ops: how to start a runner here, how to kill a
+ * process group without one.  [docker] runner = false forces plain docker
+ * exec everywhere.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -277,11 +277,12 @@ static void runner_log_cb(void *ud, enum rn_log_level level, const char *msg)
 
 /* Starts `path --stdio` with attached stdin/stdout and greets it. */
 static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
-			 const char *cid, const char *path, struct rn_conn **out,
-			 char *why, size_t size, struct sg_err *err)
+			 const char *cid, const char *path, const char *arg,
+			 struct rn_conn **out, char *why, size_t size, struct sg_err *err)
 {
-	const char *argv[] = { path, ctx->runner_faults ? "--fault" : "--stdio", NULL };
-	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true };
+	const char *argv[] = { path, arg, NULL };
+	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true,
+				.persistent = dm->persistent };
 	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	struct sg_buf early = { 0 };
 	struct rn_transport t;
@@ -289,7 +290,7 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 				  .hello_timeout_ms = RUNNER_HELLO_MS,
 				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
 	struct runner_sock *s;
-	char name[32], url[128];
+	char name[DOCKER_ID_MAX + 16], url[128];
 	long status;
 	int fd = -1, rc = -1;
 
@@ -333,180 +334,142 @@ static void runner_shorten(char *msg)
 		memmove(msg, x + 19, strlen(x + 19) + 1);
 }
 
-/* Tries each directory in turn.  Returns 0 with *out, -1 with why (*gone
- * when the container itself is gone). */
-static int runner_start(struct docker_ctx *ctx, const struct sg_machine *m,
-			struct docker_machine *dm, struct rn_conn **out, char *why,
-			size_t size, bool *gone)
+/* Whether container id runs (inspect says so). */
+static bool runner_running(struct docker_ctx *ctx, const char *id)
 {
-	char name[64], path[DOCKER_PATH_MAX], step[256] = "";
+	json_t *info = NULL;
+	struct sg_err e;
+	bool running;
+
+	if (docker_container_inspect(ctx, id, &info, &e) < 0)
+		return true; /* let the start say what is wrong */
+	running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+	json_decref(info);
+	return running;
+}
+
+/* The start op: tries each directory in turn.  SG_E_NOTSUP when the runner
+ * cannot run in this container (the site falls back to plain docker exec),
+ * SG_E_GONE when the container itself is gone, SG_E_UNAVAILABLE when a
+ * named machine's is stopped (it starts again with the machine). */
+static int runner_start(void *ud, const char *arg, struct rn_conn **out, char *rpath,
+			size_t rsize, struct sg_err *err)
+{
+	struct docker_machine *dm = ud;
+	struct docker_ctx *ctx = dm->ctx;
+	char name[64], path[DOCKER_PATH_MAX], step[256] = "", why[640] = "";
 	struct sg_err e;
 	size_t i;
 
-	*gone = false;
-	if (runner_binary(ctx, why, size) < 0)
-		return -1;
+	if (runner_binary(ctx, why, sizeof(why)) < 0)
+		return ctx->host->errf(err, SG_E_NOTSUP, "%s", why);
+	if (dm->persistent && !runner_running(ctx, dm->cid))
+		return ctx->host->errf(err, SG_E_UNAVAILABLE, "container %s is not running: start "
+				       "it with sandbox_env docker_start", dm->cid);
 	snprintf(name, sizeof(name), ".sandgate-runner-%s", ctx->bin.id);
-	why[0] = '\0';
 	for (i = 0; i < sizeof(runner_dirs) / sizeof(runner_dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", runner_dirs[i], name);
 		e.code = SG_E_OK;
-		if (!runner_present(ctx, m->id, path) &&
-		    runner_upload(ctx, m->id, runner_dirs[i], name, step, sizeof(step)) < 0)
+		if (!runner_present(ctx, dm->cid, path) &&
+		    runner_upload(ctx, dm->cid, runner_dirs[i], name, step, sizeof(step)) < 0)
 			goto next;
-		if (runner_launch(ctx, dm, m->id, path, out, step, sizeof(step), &e) == 0) {
-			snprintf(dm->rpath, sizeof(dm->rpath), "%s", path);
+		if (runner_launch(ctx, dm, dm->cid, path, arg, out, step, sizeof(step), &e) == 0) {
+			snprintf(rpath, rsize, "%s", path);
 			return 0;
 		}
 		if (dm->rnote[0]) /* the engine's own words say more than "EOF" */
 			snprintf(step, sizeof(step), "%s", dm->rnote);
 		runner_shorten(step);
 next:
-		if (e.code == SG_E_GONE) {
-			*gone = true;
-			snprintf(why, size, "%.200s", e.msg);
-			return -1;
-		}
-		snprintf(why + strlen(why), size - strlen(why), "%s%s: %.120s",
+		if (e.code == SG_E_GONE || e.code == SG_E_UNAVAILABLE)
+			return ctx->host->errf(err, e.code, "%s", e.msg);
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s: %.120s",
 			 i ? "; " : "", runner_dirs[i], step);
 		/* Another directory will not help another CPU. */
 		if (strstr(step, "exec format error"))
 			break;
 	}
-	return -1;
+	return ctx->host->errf(err, SG_E_NOTSUP, "%s", why);
 }
+
+/* ---- the ops ------------------------------------------------------------------------------ */
+
+/* How the last runner's exec ended. */
+static void runner_ended(void *ud, char *how, size_t size)
+{
+	struct docker_machine *dm = ud;
+
+	snprintf(how, size, "exit status %d", dm->reid[0] ? docker_exec_wait(dm->ctx, dm->reid) : -1);
+}
+
+static void runner_kill_group(void *ud, long pgid)
+{
+	struct docker_machine *dm = ud;
+
+	docker_kill_group(dm->ctx, dm->cid, pgid, NULL); /* the runner runs only with /bin/sh */
+}
+
+static const struct rnc_ops runner_ops = {
+	.tag = DOCKER_PLUGIN,
+	.plain = "plain docker exec",
+	.no_sh = "an image without it needs a named machine made with docker_run's `shell`",
+	.start = runner_start,
+	.ended = runner_ended,
+	.kill_group = runner_kill_group,
+};
 
 /* ---- per machine ----------------------------------------------------------------------- */
 
-void docker_runner_machine_init(struct docker_machine *dm)
+void docker_runner_machine_init(struct docker_machine *dm, const struct sg_machine *m)
 {
-	pthread_mutex_init(&dm->rlock, NULL);
-	dm->rstate = dm->ctx->runner_on ? DOCKER_RUNNER_IDLE : DOCKER_RUNNER_OFF;
+	char where[DOCKER_ID_MAX + 16];
+
+	snprintf(dm->cid, sizeof(dm->cid), "%s", m->id);
+	snprintf(where, sizeof(where), "in container %s", m->id);
+	rnc_site_init(&dm->site, dm->ctx->host, &runner_ops, dm, where, dm->ctx->runner_on,
+		      dm->ctx->runner_faults);
+	dm->site.start_ms_max = dm->ctx->api_timeout_s * 1000u;
+	rnc_kstate_init(&dm->code);
 }
 
 void docker_runner_machine_fini(struct docker_machine *dm)
 {
-	rn_conn_close(dm->conn); /* the runner sees EOF and exits */
-	dm->conn = NULL;
-	pthread_mutex_destroy(&dm->rlock);
+	rnc_site_fini(&dm->site);
+	rnc_kstate_fini(&dm->code);
 }
 
-/* Logs how the previous runner ended; called before a restart. */
-static void runner_obituary(struct docker_ctx *ctx, const struct sg_machine *m,
-			    struct docker_machine *dm)
-{
-	char why[200] = "";
-	int code;
-
-	rn_conn_alive(dm->conn, why, sizeof(why));
-	code = dm->reid[0] ? docker_exec_wait(ctx, dm->reid) : -1;
-	snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
-	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner in container %s "
-		       "ended (%s; exit status %d): starting a new one", m->id, why, code);
-}
-
-/* Called with rlock held: a fresh runner, or the fallback decided. */
-static int runner_restart_locked(struct docker_ctx *ctx, const struct sg_machine *m,
-				 struct docker_machine *dm, struct sg_err *err)
-{
-	char why[sizeof(dm->rwhy)];
-	long long t0 = docker_now_ms();
-	struct rn_hello h;
-	bool gone;
-
-	if (dm->conn) {
-		runner_obituary(ctx, m, dm);
-		rn_conn_close(dm->conn);
-		dm->conn = NULL;
-		dm->restarts++;
-	}
-	if (runner_start(ctx, m, dm, &dm->conn, why, sizeof(why), &gone) < 0) {
-		if (gone)
-			return ctx->host->errf(err, SG_E_GONE, "%s", why);
-		dm->rstate = DOCKER_RUNNER_FALLBACK;
-		snprintf(dm->rwhy, sizeof(dm->rwhy), "%s", why);
-		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "the runner cannot run in "
-			       "container %s, so its commands use plain docker exec "
-			       "(slower): %s", m->id, why);
-		return 1;
-	}
-	dm->rstate = DOCKER_RUNNER_ACTIVE;
-	dm->start_ms = docker_now_ms() - t0;
-	rn_conn_hello(dm->conn, &h);
-	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner %s in container %s: pid "
-		       "%ld, build %s, started in %lld ms%s", dm->rpath, m->id, h.pid,
-		       h.build_id, dm->start_ms, dm->restarts ? " (restarted)" : "");
-	return 0;
-}
-
-int docker_runner_get(struct docker_ctx *ctx, const struct sg_machine *m,
-		      struct rn_conn **out, struct sg_err *err)
+unsigned docker_runner_generation(const struct sg_machine *m)
 {
 	struct docker_machine *dm = m->handle;
-	int rc = 1;
 
-	*out = NULL;
-	if (!dm || !ctx->runner_on)
-		return 1;
-	pthread_mutex_lock(&dm->rlock);
-	if (dm->rstate == DOCKER_RUNNER_FALLBACK || dm->rstate == DOCKER_RUNNER_OFF)
-		goto out;
-	if (!dm->conn || !rn_conn_alive(dm->conn, NULL, 0)) {
-		rc = runner_restart_locked(ctx, m, dm, err);
-		if (rc != 0)
-			goto out;
-	}
-	rn_conn_ref(dm->conn);
-	*out = dm->conn;
-	rc = 0;
-out:
-	pthread_mutex_unlock(&dm->rlock);
-	return rc;
+	return rnc_site_restarts(&dm->site);
 }
 
-/* ---- status ------------------------------------------------------------------------------ */
+/* ---- commands and status ------------------------------------------------------------------ */
 
-static const char *runner_state_name(enum docker_runner_state s)
+int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
+		       const struct docker_run *r, const char *command,
+		       struct sg_call *call, struct sg_exec_result *res,
+		       struct sg_err *err)
 {
-	switch (s) {
-	case DOCKER_RUNNER_ACTIVE:
-		return "active";
-	case DOCKER_RUNNER_FALLBACK:
-		return "fallback";
-	case DOCKER_RUNNER_OFF:
-		return "off";
-	default:
-		return "not started";
-	}
+	struct docker_machine *dm = m->handle;
+	struct rnc_cmd c = { .command = command, .argv = command ? NULL : r->argv,
+			     .env = r->env, .cwd = r->cwd, .timeout_ms = r->timeout_ms,
+			     .cap = r->cap };
+
+	(void)ctx;
+	if (!dm || !ctx->runner_on)
+		return 1;
+	return rnc_exec(&dm->site, &c, call, res, err);
 }
 
 json_t *docker_runner_status(struct sg_machine *m)
 {
 	struct docker_machine *dm = m->handle;
-	struct rn_hello h = { 0 };
-	json_t *o;
-	bool alive;
 
 	if (!dm)
 		return json_pack("{s:s}", "runner", "unknown");
-	pthread_mutex_lock(&dm->rlock);
-	alive = dm->conn && rn_conn_alive(dm->conn, NULL, 0);
-	if (alive)
-		rn_conn_hello(dm->conn, &h);
-	o = json_pack("{s:s, s:b, s:s, s:s, s:I, s:I}",
-		      "runner", runner_state_name(dm->rstate),
-		      "connected", alive,
-		      "path", dm->rpath,
-		      "reason", dm->rwhy,
-		      "restarts", (json_int_t)dm->restarts,
-		      "start_ms", (json_int_t)dm->start_ms);
-	if (o && alive) {
-		json_object_set_new(o, "pid", json_integer(h.pid));
-		json_object_set_new(o, "build_id", json_string(h.build_id));
-		json_object_set_new(o, "arch", json_string(h.arch));
-	}
-	pthread_mutex_unlock(&dm->rlock);
-	return o;
+	return rnc_site_status(&dm->site);
 }
 
 int docker_action_runner(void *priv, struct sg_machine *m, const json_t *params,

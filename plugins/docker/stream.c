@@ -1,6 +1,6 @@
 /*
  * Interactive streams (persistent shells).  Through the container's runner
- * when it works there (rexec.c: a SPAWN with stdin open, output merged, and
+ * when it works there (plugins/runner/rclient.h: a SPAWN with stdin open, output merged, and
  * optionally a status fd), else an attached exec with stdin open, Tty=false,
  * stderr merged into stdout by the wrapper so the reader sees both in order.
  * Like one-shot execs the process runs in its own process group, whose id is
@@ -28,9 +28,10 @@
 
 struct sg_stream {
 	struct docker_ctx *ctx;       /* borrowed */
-	struct docker_rstream *rs;    /* through the runner (owned), else NULL */
+	struct rnc_stream *rs;        /* through the runner (owned), else NULL */
 	char cid[DOCKER_ID_MAX];
 	char eid[80];
+	char sh[128];                 /* the machine's shell, "" for /bin/sh */
 	int fd;                       /* the hijacked socket (owned) */
 	long pgid;                    /* the process group, 0 when unknown */
 	pthread_mutex_t rlock;        /* one reader at a time: guards below */
@@ -132,9 +133,13 @@ static int docker_stream_pgid(struct sg_stream *s, struct sg_err *err)
 	if (*end || end == text || s->pgid <= 1) {
 		/* Not our wrapper's line: docker's own error (bad cwd, no sh). */
 		s->pgid = 0;
+		while (len && (text[len - 1] == '\r' || text[len - 1] == ' '))
+			text[--len] = '\0';
 		return s->ctx->host->errf(err, SG_E_BACKEND, "docker could not start "
-					  "the stream in container %s: %s", s->cid,
-					  text);
+					  "the stream in container %s: %s%s", s->cid, text,
+					  strstr(text, "no such file") && !s->sh[0] ?
+					  " (an image without /bin/sh needs a named machine made "
+					  "with docker_run's `shell`)" : "");
 	}
 	return 0;
 }
@@ -144,15 +149,21 @@ static int docker_stream_runner(struct docker_ctx *ctx, struct sg_machine *m,
 				const struct sg_exec_req *req, int status_fd,
 				struct sg_stream **out, struct sg_err *err)
 {
-	struct docker_rstream *rs = NULL;
+	struct docker_machine *dm = m->handle;
+	struct rnc_cmd c = { .command = req->command, .argv = req->argv, .env = req->env,
+			     .cwd = req->cwd ? req->cwd : m->workspace };
+	struct rnc_stream *rs = NULL;
 	struct sg_stream *s;
-	int rc = docker_rstream_open(ctx, m, req, status_fd, &rs, err);
+	int rc;
 
+	if (!dm)
+		return 1;
+	rc = rnc_stream_open(&dm->site, &c, status_fd, &rs, err);
 	if (rc != 0)
 		return rc;
 	s = calloc(1, sizeof(*s)); /* freed by docker_stream_close() */
 	if (!s) {
-		docker_rstream_close(rs, NULL);
+		rnc_stream_close(rs);
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	}
 	s->ctx = ctx;
@@ -219,6 +230,7 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 				 .cwd = req->cwd ? req->cwd : m->workspace,
 				 .env = req->env, .group = true,
 				 .attach_stdin = true, .merge_stderr = true };
+	docker_run_for(m, &r);
 	s = calloc(1, sizeof(*s)); /* freed by docker_stream_close() */
 	start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
 	if (!s || !start) {
@@ -230,6 +242,7 @@ int docker_stream_open(struct sg_machine *m, const struct sg_exec_req *req,
 	pthread_mutex_init(&s->rlock, NULL);
 	docker_demux_init(&s->dmx);
 	snprintf(s->cid, sizeof(s->cid), "%s", m->id);
+	snprintf(s->sh, sizeof(s->sh), "%s", r.sh ? r.sh : "");
 	if (docker_exec_create(ctx, m->id, &r, s->eid, sizeof(s->eid), err) < 0)
 		goto fail;
 	snprintf(path, sizeof(path), "/exec/%s/start", s->eid);
@@ -272,7 +285,7 @@ ssize_t docker_stream_write(struct sg_stream *s, const void *p, size_t n,
 	ssize_t w;
 
 	if (s->rs)
-		return docker_rstream_write(s->rs, p, n, err);
+		return rnc_stream_write(s->rs, p, n, err);
 	while (left > 0) {
 		/* MSG_NOSIGNAL: a process that exited must not SIGPIPE us. */
 		w = send(s->fd, q, left, MSG_NOSIGNAL);
@@ -299,7 +312,7 @@ ssize_t docker_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_m
 	if (n == 0)
 		return 0;
 	if (s->rs)
-		return docker_rstream_read(s->rs, p, n, timeout_ms, NULL, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, NULL, err);
 	pthread_mutex_lock(&s->rlock);
 	r = docker_stream_pull(s, p, n, timeout_ms, err);
 	pthread_mutex_unlock(&s->rlock);
@@ -313,7 +326,7 @@ ssize_t docker_stream_read_ch(struct sg_stream *s, void *p, size_t n, int timeou
 {
 	*channel = SG_STREAM_OUTPUT;
 	if (s->rs)
-		return docker_rstream_read(s->rs, p, n, timeout_ms, channel, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, channel, err);
 	return docker_stream_read(s, p, n, timeout_ms, err);
 }
 
@@ -349,11 +362,11 @@ int docker_stream_close(struct sg_stream *s, int *exit_code)
 	if (!s)
 		return 0;
 	if (s->rs)
-		docker_rstream_close(s->rs, &code);
+		code = rnc_stream_close(s->rs);
 	if (s->fd >= 0) {
 		shutdown(s->fd, SHUT_WR);
 		if (!docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS) && s->pgid > 0) {
-			docker_kill_group(s->ctx, s->cid, s->pgid);
+			docker_kill_group(s->ctx, s->cid, s->pgid, s->sh[0] ? s->sh : NULL);
 			docker_stream_drain(s, DOCKER_CLOSE_GRACE_MS);
 		}
 		close(s->fd);

@@ -346,9 +346,9 @@ int fc_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg_er
 
 static const char fc_help[] =
 	"FC backend: Alibaba Cloud FC agent sandboxes through their E2B-compatible API. "
-	"A machine is a cloud sandbox made from a template (code-interpreter-v1 runs "
-	"python, javascript, typescript and shell natively; base has envd only, so run_code "
-	"falls back to running an interpreter from a file).  Commands run as "
+	"A machine is a cloud sandbox made from a template (code-interpreter-v1 keeps a "
+	"kernel per language for run_code: python, javascript, typescript; base has envd "
+	"only, so run_code runs an interpreter once per call there).  Commands run as "
 	"`/bin/bash -l -c` in [fc] workspace (/home/user); files move through envd; "
 	"each use pushes the sandbox's expiry in the background, at most every "
 	"[fc] keepalive_interval seconds.  Keys: [fc] api_key (ABX_SANDBOX_API_KEY, "

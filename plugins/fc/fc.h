@@ -12,6 +12,7 @@
  *   process.c    process.Process/Start and friends, the exec slot (ref. 5.2, 5.3)
  *   stream.c     interactive streams: Start with stdin, SendInput (ref. 5.3)
  *   interp.c     the code interpreter's POST /execute, run_code (ref. 6, 7.3)
+ *   kernel.c     its kernels: contexts, restart, Jupyter's interrupt
  *
  * "ref." cites shared/reference/fc-protocol.md by section.
  *
@@ -37,6 +38,7 @@
 
 #define FC_ENVD_PORT 49983 /* ref. 1: envd host <port>-<id>.<domain> */
 #define FC_CI_PORT   49999 /* ref. 1, 6: code interpreter */
+#define FC_JUPYTER_PORT 8888 /* the Jupyter server behind it: kernel interrupts */
 
 #define FC_DEFAULT_TEMPLATE "code-interpreter-v1"
 #define FC_DEFAULT_REGION   "cn-hangzhou"
@@ -86,6 +88,8 @@ struct fc_ctx {
 };
 
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
+#define FC_KERNEL_LANGS 3 /* python, javascript, typescript */
+
 struct fc_machine {
 	struct fc_ctx *ctx;              /* borrowed from init() */
 	char id[FC_ID_MAX];
@@ -101,6 +105,12 @@ struct fc_machine {
 	char *start_url;
 	struct curl_slist *start_headers;
 	unsigned start_timeout_ms;
+	/* The code interpreter's kernels (interp.c, kernel.c), guarded by
+	 * kern_lock: */
+	pthread_mutex_t kern_lock;
+	bool files_hook;                 /* the Python kernel records written files */
+	char died[FC_KERNEL_LANGS][200]; /* a kernel died during a call: why, told to
+					    the next call of that language */
 };
 
 /* ---- fc.c ------------------------------------------------------------------ */
@@ -264,6 +274,9 @@ sg_stream_close_fn fc_stream_close;
 
 /* ---- interp.c ------------------------------------------------------------------ */
 
+/* run_code on the code interpreter: a kernel per sandbox and language, as
+ * E2B keeps them.  SG_E_NOTSUP on a template without one (base) or for a
+ * language the template lacks: the core runs the code once with exec. */
 sg_run_code_fn fc_run_code;
 
 /* The reader of /execute's NDJSON stream (ref. 6), fed as the response
@@ -279,6 +292,7 @@ struct fc_run {
 	struct sg_buf line;      /* a partial NDJSON line */
 	size_t results_bytes;
 	bool ended;              /* end_of_execution seen */
+	bool restarting;         /* E2B's ContextRestarting: the kernel died */
 	char perr[160];          /* protocol error */
 };
 
@@ -286,5 +300,19 @@ struct fc_run {
  * the struct fc_run).  Returns 0, or -1 with r->perr set (a line over
  * FC_MAX_NDJSON_LINE). */
 int fc_run_data(void *ud, const char *p, size_t n);
+
+/* ---- kernel.c ------------------------------------------------------------------ */
+
+/* Interrupts what the kernel of `language` runs (Jupyter's interrupt on
+ * the Jupyter server behind the code interpreter): KeyboardInterrupt in
+ * Python, the state kept.  Best effort, bounded by a few seconds: returns
+ * 0, or -1 with err (no such kernel, no answer). */
+int fc_kernel_interrupt(struct fc_machine *fm, const char *language, struct sg_err *err);
+
+/* Restarts the kernel of `language` (POST /contexts/<id>/restart): its
+ * state is gone.  A language that never ran has nothing to restart.
+ * Returns 0, or -1 with err. */
+int fc_kernel_restart(struct fc_machine *fm, const char *language, struct sg_call *call,
+		      struct sg_err *err);
 
 #endif /* SG_FC_FC_H */

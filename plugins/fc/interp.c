@@ -1,9 +1,10 @@
 /*
  * run_code through the template's code interpreter (ref. 6, 7.3): POST
  * /execute on port 49999 answers with NDJSON lines (stdout, stderr, result,
- * error, end_of_execution).  A template without that service (base, or a
- * 404/502 or no connection there) falls back to writing the code to a file
- * and running an interpreter on it with exec, as ref. 7.3 describes.
+ * error, end_of_execution).  The interpreter keeps one kernel per language
+ * (kernel.c), so names persist from call to call.  A template without that
+ * service (base, or a 404/502 or no connection there) answers SG_E_NOTSUP:
+ * the core then runs the code once with exec, as ref. 7.3 describes.
  *
  * Rich results: each `result` line becomes one object in res->results with
  * the formats the server sent (text, html, markdown, svg, latex, json,
@@ -11,6 +12,19 @@
  * become MCP image content blocks in the object's "_content" array,
  * {"type":"image","data":"<base64>","mimeType":"image/png"}, and are
  * named in its "formats" list but not repeated as fields.
+ *
+ * output_files: before its first Python call on a kernel, run_code gives
+ * the kernel a small hook (files_hook_code): a Python audit hook notes the
+ * files opened for writing under the workspace, and after each cell
+ * IPython's post_run_cell displays them as one result of the mime type
+ * FC_FILES_MIME, which E2B's server passes on in "extra"; that result
+ * becomes res->output_files.  Never a scan of the workspace.
+ *
+ * Kernel life: a timeout or a cancel interrupts the kernel (Jupyter's
+ * interrupt: KeyboardInterrupt, the state kept); reset restarts it; an
+ * execution that ends with E2B's ContextRestarting error lost its kernel
+ * (Jupyter started a new one): that call says kernel_died, the next one of
+ * its language kernel_restarted.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -33,6 +47,8 @@ static const struct {
 } fc_builtin[] = {
 	{ "code-interpreter-v1", "python javascript typescript shell" },
 };
+
+#define FC_FILES_MIME "application/vnd.sandgate.files+json"
 
 /* ---- language checks ---------------------------------------------------------------- */
 
@@ -81,6 +97,27 @@ static json_t *fc_image_block(const char *b64, const char *mime)
 	return json_pack("{s:s, s:s, s:s}", "type", "image", "data", b64, "mimeType", mime);
 }
 
+/* The hook's result: the files the cell wrote, into res->output_files.
+ * True when the line was that (and nothing else). */
+static bool fc_run_files(struct fc_run *r, json_t *line)
+{
+	json_t *extra = json_object_get(line, "extra");
+	json_t *files = json_object_get(extra, FC_FILES_MIME);
+	const char *key;
+	json_t *v;
+
+	if (!json_is_array(files))
+		return false;
+	json_decref(r->res->output_files);
+	r->res->output_files = json_incref(files);
+	json_object_del(extra, FC_FILES_MIME);
+	json_object_foreach(line, key, v)
+		if (strcmp(key, "type") && strcmp(key, "is_main_result") &&
+		    (strcmp(key, "extra") || json_object_size(v)))
+			return false;
+	return true;
+}
+
 /* One `result` line into an entry of res->results. */
 static void fc_run_result(struct fc_run *r, json_t *line, size_t bytes)
 {
@@ -88,12 +125,19 @@ static void fc_run_result(struct fc_run *r, json_t *line, size_t bytes)
 					    "javascript", "pdf", "data", "chart", "extra" };
 	json_t *o = json_object(), *formats = json_array(), *content = json_array(), *v;
 
+	if (fc_run_files(r, line)) {
+		json_decref(o);
+		json_decref(formats);
+		json_decref(content);
+		return;
+	}
 	if (r->results_bytes + bytes > FC_MAX_RESULTS) {
 		json_object_set_new(o, "omitted", json_string("the run's rich results passed their size cap"));
 	} else {
 		r->results_bytes += bytes;
 		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-			if ((v = json_object_get(line, keep[i])) != NULL && !json_is_null(v)) {
+			if ((v = json_object_get(line, keep[i])) != NULL && !json_is_null(v) &&
+		    !(json_is_object(v) && json_object_size(v) == 0)) {
 				json_object_set(o, keep[i], v);
 				json_array_append_new(formats, json_string(keep[i]));
 			}
@@ -119,6 +163,11 @@ static void fc_run_result(struct fc_run *r, json_t *line, size_t bytes)
 	json_array_append_new(r->res->results, o);
 }
 
+static const char *fc_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
 static void fc_run_line(struct fc_run *r, const char *p, size_t n)
 {
 	json_t *j = json_loadb(p, n, 0, NULL);
@@ -140,6 +189,8 @@ static void fc_run_line(struct fc_run *r, const char *p, size_t n)
 					  "value", json_object_get(j, "value"), "traceback",
 					  json_object_get(j, "traceback"));
 		r->res->exit_code = 1;
+		if (fc_str(j, "name") && !strcmp(fc_str(j, "name"), "ContextRestarting"))
+			r->restarting = true;
 	} else if (!strcmp(type, "end_of_execution")) {
 		r->ended = true;
 	} /* number_of_executions and unknown types are ignored (ref. 6) */
@@ -255,74 +306,167 @@ out:
 	return ret;
 }
 
-/* ---- fallback: a file and an interpreter ------------------------------------------------ */
+/* ---- the kernels ------------------------------------------------------------------------ */
 
-static const struct {
-	const char *lang, *ext, *interp;
-} fc_interps[] = {
-	{ "python", "py", "python3" },
-	{ "javascript", "js", "node" },
-	{ "typescript", "ts", "tsx" },
-	{ "shell", "sh", "bash" },
-	{ "r", "R", "Rscript" },
-};
+/* The hook given to a Python kernel once (see the top): %s is the
+ * workspace, as a Python string literal.  Idempotent: a kernel that has it
+ * keeps its first. */
+static const char files_hook_code[] =
+	"def _sandgate_files_hook(root):\n"
+	"    import builtins, os, sys\n"
+	"    if getattr(builtins, '_sandgate_written', None) is not None:\n"
+	"        return\n"
+	"    writes = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC\n"
+	"    skip = ('.cache', '.ipython', '.local', '.config', '__pycache__')\n"
+	"    written = builtins._sandgate_written = {}\n"
+	"    def audit(event, args):\n"
+	"        if event != 'open':\n"
+	"            return\n"
+	"        try:\n"
+	"            path, mode, flags = args\n"
+	"            if not isinstance(path, int) and (flags or 0) & writes:\n"
+	"                written[os.path.abspath(os.fsdecode(path))] = None\n"
+	"        except Exception:\n"
+	"            pass\n"
+	"    def pre(*args):\n"
+	"        written.clear()\n"
+	"    def post(*args):\n"
+	"        files = []\n"
+	"        for path in list(written):\n"
+	"            rel = os.path.relpath(path, root)\n"
+	"            if rel.startswith('..') or os.path.isabs(rel) or rel.split(os.sep)[0] in skip \\\n"
+	"                    or '__pycache__' in rel.split(os.sep):\n"
+	"                continue\n"
+	"            try:\n"
+	"                st = os.stat(path)\n"
+	"            except OSError:\n"
+	"                continue\n"
+	"            if st.st_mode & 0o170000 == 0o100000 and len(files) < 200:\n"
+	"                files.append({'name': rel, 'path': path, 'size': st.st_size})\n"
+	"        written.clear()\n"
+	"        if files:\n"
+	"            display({'" FC_FILES_MIME "': files}, raw=True)\n"
+	"    sys.addaudithook(audit)\n"
+	"    get_ipython().events.register('pre_run_cell', pre)\n"
+	"    get_ipython().events.register('post_run_cell', post)\n"
+	"_sandgate_files_hook(%s)\n"
+	"del _sandgate_files_hook\n";
 
-/* The script run with argv: $1 interpreter, $2 file.  A missing
- * interpreter says so on stderr with a marker and exits 127. */
-static const char fc_fallback_script[] =
-	"command -v \"$1\" >/dev/null 2>&1 || { rm -f \"$2\"; echo \"sandgate-no-interpreter\" >&2; exit 127; }\n"
-	"\"$1\" \"$2\"; rc=$?; rm -f \"$2\"; exit $rc\n";
-
-static int fc_fallback(struct sg_machine *m, const struct sg_code_req *req, struct sg_call *call,
-		       struct sg_code_result *res, struct sg_err *err)
+static int fc_lang_index(const char *lang)
 {
-	struct fc_machine *fm = m->handle;
-	const struct sg_host_api *host = fm->ctx->host;
-	struct sg_exec_result er = { 0 };
-	struct sg_write_opts wo = { .mode = 0 };
-	const char *ext = "txt", *interp = NULL;
-	char rnd[17], file[96];
-	int ret = -1;
+	static const char *const names[FC_KERNEL_LANGS] = { "python", "javascript", "typescript" };
 
-	for (size_t i = 0; i < sizeof(fc_interps) / sizeof(fc_interps[0]); i++)
-		if (!strcmp(req->language, fc_interps[i].lang)) {
-			ext = fc_interps[i].ext;
-			interp = fc_interps[i].interp;
+	for (int i = 0; i < FC_KERNEL_LANGS; i++)
+		if (!strcmp(lang, names[i]))
+			return i;
+	return -1;
+}
+
+/* Gives the Python kernel its files hook when it has none yet.  Returns 1
+ * when the template has no interpreter service, else 0: a failure only
+ * costs output_files, so it is logged, not returned. */
+static int fc_files_hook(struct sg_machine *m, struct fc_machine *fm, struct sg_call *call)
+{
+	struct sg_code_result res = { 0 };
+	struct fc_run r = { .fm = fm, .host = fm->ctx->host, .res = &res, .cap = 4096 };
+	struct sg_code_req req = { .language = "python", .timeout_ms = 30000 };
+	json_t *root = json_string(m->workspace);
+	char *lit = root ? json_dumps(root, JSON_ENCODE_ANY) : NULL, *code = NULL;
+	struct sg_err err = { 0 };
+	bool have;
+	int rc = 0;
+
+	pthread_mutex_lock(&fm->kern_lock);
+	have = fm->files_hook;
+	pthread_mutex_unlock(&fm->kern_lock);
+	if (!have && lit && asprintf(&code, files_hook_code, lit) > 0) {
+		req.code = code;
+		rc = fc_execute(fm, &req, call, &r, &err);
+		if (rc == 1) {
+			/* nothing to hook: the caller learns there is no service */
+		} else if (rc == 0 && !res.error && r.ended) {
+			pthread_mutex_lock(&fm->kern_lock);
+			fm->files_hook = true;
+			pthread_mutex_unlock(&fm->kern_lock);
+		} else {
+			fm->ctx->host->log(SG_LOG_INFO, FC_PLUGIN, "sandbox %s: no output_files from "
+					   "its Python kernel: %s", fm->id, res.error ?
+					   "the hook raised" : err.msg);
 		}
-	if (!interp)
-		return host->errf(err, SG_E_INVAL, "run_code: unknown language '%s'", req->language);
-	fc_random_hex(rnd, 8);
-	snprintf(file, sizeof(file), "/tmp/.sandgate-code-%s.%s", rnd, ext);
-	if (fc_file_write(m, file, req->code, strlen(req->code), &wo, call, err) < 0)
-		return -1;
-	{
-		const char *argv[] = { "/bin/bash", "-c", fc_fallback_script, "sandgate-run-code",
-				       interp, file, NULL };
-		struct sg_exec_req xr = { .argv = argv, .cwd = req->cwd, .env = req->env,
-					  .timeout_ms = req->timeout_ms, .output_cap = req->output_cap };
+	}
+	r.host->buf_release(&r.line);
+	r.host->buf_release(&res.out);
+	r.host->buf_release(&res.err);
+	json_decref(res.results);
+	json_decref(res.error);
+	json_decref(res.output_files);
+	json_decref(root);
+	free(lit);
+	free(code);
+	return rc == 1 ? 1 : 0;
+}
 
-		if (fc_exec(m, &xr, call, &er, err) < 0)
-			goto out;
+/* Before a call: a reset restarts the kernel; a death seen earlier is
+ * this call's restart to report; a Python kernel gets its files hook.
+ * Returns 0, 1 when there is no interpreter service, -1 with err. */
+static int fc_kernel_before(struct sg_machine *m, struct fc_machine *fm,
+			    const struct sg_code_req *req, struct sg_call *call,
+			    struct sg_code_result *res, struct sg_err *err)
+{
+	int li = fc_lang_index(req->language);
+
+	if (req->reset && fc_kernel_restart(fm, req->language, call, err) < 0)
+		return -1;
+	pthread_mutex_lock(&fm->kern_lock);
+	if (li >= 0 && fm->died[li][0] && !req->reset) {
+		res->kernel_restarted = true;
+		snprintf(res->restart_reason, sizeof(res->restart_reason), "%s", fm->died[li]);
 	}
-	if (er.exit_code == 127 && er.err.data && strstr(er.err.data, "sandgate-no-interpreter")) {
-		host->errf(err, SG_E_NOTFOUND,
-			   "run_code: no %s interpreter (%s) in sandbox %s (template %s); use a template that has one, or install it with run_command",
-			   req->language, interp, fm->id, m->template_name);
-		goto out;
-	}
-	/* the buffers move to the caller's result */
-	res->out = er.out;
-	res->err = er.err;
-	memset(&er.out, 0, sizeof(er.out));
-	memset(&er.err, 0, sizeof(er.err));
-	res->exit_code = er.timed_out ? 124 : er.signal ? 128 + er.signal : er.exit_code;
-	res->timed_out = er.timed_out;
-	snprintf(res->interpreter, sizeof(res->interpreter), "%s", interp);
-	ret = 0;
-out:
-	host->buf_release(&er.out);
-	host->buf_release(&er.err);
-	return ret;
+	if (li >= 0)
+		fm->died[li][0] = '\0';
+	if (req->reset && li == 0)
+		fm->files_hook = false;
+	pthread_mutex_unlock(&fm->kern_lock);
+	return li == 0 ? fc_files_hook(m, fm, call) : 0;
+}
+
+/* After a call: a kernel lost during it. */
+static void fc_kernel_after(struct fc_machine *fm, const char *lang, const struct fc_run *r,
+			    struct sg_code_result *res)
+{
+	int li = fc_lang_index(lang);
+
+	if (!r->restarting)
+		return;
+	res->kernel_died = true;
+	snprintf(res->died_reason, sizeof(res->died_reason), "the %s kernel ended during the "
+		 "call (a crash, an exit, out of memory) and the code interpreter started a new "
+		 "one, without the state", lang);
+	pthread_mutex_lock(&fm->kern_lock);
+	if (li >= 0)
+		snprintf(fm->died[li], sizeof(fm->died[li]), "%s", res->died_reason);
+	if (li == 0)
+		fm->files_hook = false;
+	pthread_mutex_unlock(&fm->kern_lock);
+}
+
+/* A timeout or a cancel left the code running in the kernel: stop it. */
+static void fc_kernel_stop(struct fc_machine *fm, const char *lang)
+{
+	struct sg_err err = { 0 };
+
+	if (fc_kernel_interrupt(fm, lang, &err) < 0)
+		fm->ctx->host->log(SG_LOG_WARNING, FC_PLUGIN, "sandbox %s: could not interrupt "
+				   "the %s kernel after a timeout or cancel: %s", fm->id, lang,
+				   err.msg);
+}
+
+static void fc_run_reset(struct sg_code_result *res)
+{
+	json_decref(res->results);
+	json_decref(res->error);
+	json_decref(res->output_files);
+	res->results = res->error = res->output_files = NULL;
 }
 
 /* ---- the slot ------------------------------------------------------------------------ */
@@ -341,25 +485,36 @@ int fc_run_code(struct sg_machine *m, const struct sg_code_req *req, struct sg_c
 	if (fc_check_language(m, fm, req->language, err) < 0)
 		return -1;
 	if (atomic_load(&fm->interp) == 0)
-		return fc_fallback(m, req, call, res, err);
-	r = (struct fc_run){ .fm = fm, .host = fm->ctx->host, .res = res,
-			     .cap = req->output_cap ? req->output_cap : SG_OUTPUT_CAP_DEFAULT };
-	rc = fc_execute(fm, req, call, &r, err);
-	r.host->buf_release(&r.line);
+		return fm->ctx->host->errf(err, SG_E_NOTSUP, "fc: template %s has no code "
+					   "interpreter", m->template_name);
+	rc = fc_kernel_before(m, fm, req, call, res, err);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		r = (struct fc_run){ .fm = fm, .host = fm->ctx->host, .res = res,
+				     .cap = req->output_cap ? req->output_cap : SG_OUTPUT_CAP_DEFAULT };
+		rc = fc_execute(fm, req, call, &r, err);
+		r.host->buf_release(&r.line);
+	}
 	if (rc == 1) {
 		/* the template has no interpreter service: remember it */
 		atomic_store(&fm->interp, 0);
-		json_decref(res->results);
-		res->results = NULL;
-		json_decref(res->error);
-		res->error = NULL;
-		return fc_fallback(m, req, call, res, err);
+		fc_run_reset(res);
+		return fm->ctx->host->errf(err, SG_E_NOTSUP, "fc: template %s has no code "
+					   "interpreter", m->template_name);
 	}
-	if (rc < 0)
-		return -1;
+	if (rc < 0 || res->timed_out) {
+		if (res->timed_out || (err && err->code == SG_E_CANCELLED))
+			fc_kernel_stop(fm, req->language);
+		if (rc < 0)
+			return -1;
+	}
 	atomic_store(&fm->interp, 1);
+	fc_kernel_after(fm, req->language, &r, res);
 	if (res->timed_out)
 		res->exit_code = 124; /* as run_command reports a timeout */
+	if (!res->output_files)
+		res->output_files = json_array();
 	snprintf(res->interpreter, sizeof(res->interpreter), "code interpreter (%s)",
 		 fc_ci_language(req->language));
 	return 0;

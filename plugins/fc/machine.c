@@ -116,6 +116,7 @@ static int fc_bind(struct fc_ctx *ctx, const struct fc_sandbox_info *info, const
 		return ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 	fm->ctx = ctx;
 	pthread_mutex_init(&fm->start_lock, NULL);
+	pthread_mutex_init(&fm->kern_lock, NULL);
 	snprintf(fm->id, sizeof(fm->id), "%s", info->id);
 	snprintf(fm->token, sizeof(fm->token), "%s", info->token);
 	snprintf(fm->envd_version, sizeof(fm->envd_version), "%s", info->envd_version);
@@ -221,6 +222,7 @@ void fc_machine_release(struct sg_machine *m)
 	curl_slist_free_all(fm->start_headers);
 	free(fm->start_url);
 	pthread_mutex_destroy(&fm->start_lock);
+	pthread_mutex_destroy(&fm->kern_lock);
 	free(fm);
 	m->handle = NULL;
 }

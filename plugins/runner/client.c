@@ -34,6 +34,7 @@ struct rn_req {
 	uint32_t id;
 	int efd;                    /* eventfd: news for the waiter */
 	bool ping;
+	bool file;                  /* a FILE request: one FILE answer ends it */
 	/* Guarded by c->lock: */
 	int refs;                   /* the table's (while running) + the caller's */
 	bool in_table;
@@ -295,7 +296,10 @@ static int rn_on_data(struct rn_req *r, int chan, const unsigned char *p, size_t
 {
 	struct rn_chunk *k;
 
-	if (!r->started || r->ping)
+	if (r->file != (chan == RN_R_FILE))
+		return snprintf(why, size, "frame 0x%02x for request %u, which %s a file "
+				"operation", chan, r->id, r->file ? "is" : "is not"), -1;
+	if (!r->file && (!r->started || r->ping))
 		return snprintf(why, size, "output for request %u before it started",
 				r->id), -1;
 	if (len == 0)
@@ -426,12 +430,18 @@ static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 	case RN_R_KEVENT:
 		rc = rn_on_data(r, h->type, p, h->len, why, size);
 		break;
+	case RN_R_FILE:
+		rc = rn_on_data(r, h->type, p, h->len, why, size);
+		if (rc == 0)
+			r->state = RN_REQ_DONE;
+		break;
 	case RN_R_PONG:
 		rc = r->ping ? 0 : (snprintf(why, size, "PONG for a command"), -1);
 		r->state = RN_REQ_DONE;
 		break;
 	case RN_R_EXIT:
-		rc = r->ping ? (snprintf(why, size, "EXIT for a PING"), -1) :
+		rc = r->ping || r->file ? (snprintf(why, size, "EXIT for a PING or a file "
+						    "operation"), -1) :
 		     rn_on_exit(r, p, h->len, why, size);
 		break;
 	case RN_R_ERROR:
@@ -801,6 +811,7 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	r = rn_req_new(c, false, why, size);
 	if (!r)
 		return -1;
+	r->file = type == RN_FILE;
 	if (rn_write_frame(c, type, r->id, payload, len) < 0) {
 		rn_conn_alive(c, why, size);
 		rn_req_abort(r);

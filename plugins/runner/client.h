@@ -124,9 +124,11 @@ struct rn_exit {
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 	     char *why, size_t size);
 
-/* Sends a request of another type (RN_KEXEC: kernel_client.c builds it)
- * with a new id; its answers are handled as a SPAWN's, KEVENT lines being
- * data on channel RN_R_KEVENT.  Returns 0 and the caller's reference in
+/* Sends a request of another type (RN_KEXEC: kernel_client.c builds it;
+ * RN_FILE: rfiles.c) with a new id; its answers are handled as a SPAWN's,
+ * KEVENT lines being data on channel RN_R_KEVENT, except that a FILE
+ * request gets no STARTED: its one FILE answer is data on channel RN_R_FILE
+ * and ends it (RN_REQ_DONE).  Returns 0 and the caller's reference in
  * *out, -1 with why when the connection is dead, 1 when the payload does not
  * fit in a frame. */
 int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,

@@ -1,8 +1,9 @@
 /*
  * The runner's code kernels (capability "kernel", doc/kernel-protocol.md):
- * one long-lived interpreter per language, started by the first KEXEC for
- * it and kept until the runner ends, so the code's names, imports and
- * working directory persist from call to call.
+ * one long-lived interpreter per scope (a sandbox: capability
+ * "kernel-scope") and language, started by the first KEXEC for it and kept
+ * until its scope ends (KFLAGS END) or the runner does, so the code's names,
+ * imports and working directory persist from call to call.
  *
  * A kernel is `python3 -` or `node -` with its program (embedded in this
  * binary at build time, kernel_src.c) on stdin, its requests on fd 3 and its
@@ -47,12 +48,8 @@ static const char *const lang_interps[RN_LANG_N][3] = {
 
 void kernel_init(struct runner *r)
 {
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
-
-		memset(k, 0, sizeof(*k));
-		k->fd_out = k->fd_err = k->fd_req = k->fd_ev = -1;
-	}
+	r->kernels = NULL;
+	r->n_kernels = 0;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */
@@ -66,6 +63,7 @@ static void kcall_free(struct kcall *c)
 		free(c->env[i]);
 	free(c->env);
 	free(c->cwd);
+	free(c->scope);
 	free(c);
 }
 
@@ -96,12 +94,12 @@ static int kcall_lang(struct kcall *c, const struct rn_field *f)
 	return -1;
 }
 
-static int kcall_field(struct kcall *c, const struct rn_field *f, bool *has_lang)
+static int kcall_field(struct kcall *c, const struct rn_field *f)
 {
 	switch (f->tag) {
 	case RN_F_LANG:
-		*has_lang = kcall_lang(c, f) > 0;
-		return *has_lang ? 0 : -1;
+		c->has_lang = kcall_lang(c, f) > 0;
+		return c->has_lang ? 0 : -1;
 	case RN_F_SOURCE:
 		free(c->source);
 		c->source = malloc(f->len ? f->len : 1);
@@ -125,6 +123,11 @@ static int kcall_field(struct kcall *c, const struct rn_field *f, bool *has_lang
 		return rn_field_u32(f, &c->flags);
 	case RN_F_RICH_CAP:
 		return rn_field_u32(f, &c->rich_cap);
+	case RN_F_SCOPE:
+		if (f->len > RN_SCOPE_MAX)
+			return -1;
+		free(c->scope);
+		return (c->scope = rn_field_dup(f)) ? 0 : -1;
 	default:
 		return 0; /* a newer minor's field */
 	}
@@ -137,7 +140,6 @@ static struct kcall *kcall_parse(uint32_t id, const unsigned char *payload, size
 	struct kcall *c = calloc(1, sizeof(*c)); /* kcall_free() */
 	struct rn_iter it;
 	struct rn_field f;
-	bool has_lang = false;
 	int rc;
 
 	if (!c)
@@ -147,19 +149,26 @@ static struct kcall *kcall_parse(uint32_t id, const unsigned char *payload, size
 	c->rich_cap = RN_RICH_CAP_DEFAULT;
 	rn_iter_init(&it, payload, len);
 	while ((rc = rn_iter_next(&it, &f)) > 0) {
-		if (kcall_field(c, &f, &has_lang) < 0) {
+		if (kcall_field(c, &f) < 0) {
 			if (f.tag == RN_F_LANG)
 				snprintf(why, size, "KEXEC language '%.*s' is not python or "
 					 "javascript", (int)(f.len < 40 ? f.len : 40), f.val);
+			else if (f.tag == RN_F_SCOPE && f.len > RN_SCOPE_MAX)
+				snprintf(why, size, "KEXEC scope is over %u bytes", RN_SCOPE_MAX);
 			else
 				snprintf(why, size, "bad KEXEC field %u", f.tag);
 			kcall_free(c);
 			return NULL;
 		}
 	}
-	if (rc < 0 || !has_lang) {
+	if (rc < 0 || (!c->has_lang && !(c->flags & RN_KFLAG_END))) {
 		snprintf(why, size, rc < 0 ? "KEXEC fields run past the frame" :
 			 "KEXEC has no LANG");
+		kcall_free(c);
+		return NULL;
+	}
+	if (!c->scope && !(c->scope = strdup(""))) {
+		snprintf(why, size, "out of memory");
 		kcall_free(c);
 		return NULL;
 	}
@@ -168,9 +177,7 @@ static struct kcall *kcall_parse(uint32_t id, const unsigned char *payload, size
 
 static struct kernel *kernel_of_id(struct runner *r, uint32_t id, struct kcall ***queued)
 {
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
-
+	for (struct kernel *k = r->kernels; k; k = k->next) {
 		if (k->cur && k->cur->id == id)
 			return *queued = NULL, k;
 		for (struct kcall **cp = &k->queue; *cp; cp = &(*cp)->next)
@@ -502,13 +509,121 @@ static void kernel_advance(struct runner *r, struct kernel *k)
 	}
 }
 
+/* ---- kernels of a scope ------------------------------------------------------------ */
+
+static struct kernel *kernel_find(struct runner *r, const char *scope, enum rn_lang lang)
+{
+	for (struct kernel *k = r->kernels; k; k = k->next)
+		if (k->lang == lang && strcmp(k->scope, scope) == 0)
+			return k;
+	return NULL;
+}
+
+static void kernel_unlink_free(struct runner *r, struct kernel *k)
+{
+	for (struct kernel **kp = &r->kernels; *kp; kp = &(*kp)->next) {
+		if (*kp == k) {
+			*kp = k->next;
+			r->n_kernels--;
+			break;
+		}
+	}
+	free(k->scope);
+	free(k);
+}
+
+/* Makes room for one more kernel: a dead one with no calls goes (it only
+ * held why it died).  False when every one is alive or busy. */
+static bool kernel_room(struct runner *r)
+{
+	if (r->n_kernels < RN_KERNELS_MAX)
+		return true;
+	for (struct kernel *k = r->kernels; k; k = k->next) {
+		if (!k->pid && !k->cur && !k->queue) {
+			kernel_unlink_free(r, k);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The kernel of c's scope and language, made (without a process) when
+ * there is none.  NULL with why when the runner keeps too many. */
+static struct kernel *kernel_get(struct runner *r, const struct kcall *c, char *why,
+				 size_t size)
+{
+	struct kernel *k = kernel_find(r, c->scope, c->lang);
+
+	if (k)
+		return k;
+	if (!kernel_room(r)) {
+		snprintf(why, size, "the runner keeps %u kernels already (one per sandbox and "
+			 "language): end a sandbox, or reset one of its kernels", RN_KERNELS_MAX);
+		return NULL;
+	}
+	k = calloc(1, sizeof(*k)); /* kernel_unlink_free() */
+	if (!k || !(k->scope = strdup(c->scope))) {
+		free(k);
+		snprintf(why, size, "out of memory");
+		return NULL;
+	}
+	k->lang = c->lang;
+	k->fd_out = k->fd_err = k->fd_req = k->fd_ev = -1;
+	k->next = r->kernels;
+	r->kernels = k;
+	r->n_kernels++;
+	return k;
+}
+
+static void send_lone_exit(struct runner *r, uint32_t id, uint32_t flags)
+{
+	struct rn_buf b = { 0 };
+
+	rn_put_u32(&b, RN_F_FLAGS, flags);
+	if (!b.oom)
+		rn_send(r, RN_R_EXIT, id, b.data, b.len);
+	rn_buf_free(&b);
+}
+
+/* Ends k for good: the calls waiting end KILLED, the one running ends with
+ * the kernel's death (DIED: why), the process group is killed. */
+static void kernel_end(struct runner *r, struct kernel *k, const char *why)
+{
+	struct kcall *c;
+
+	while ((c = k->queue)) {
+		k->queue = c->next;
+		send_lone_exit(r, c->id, RN_EXIT_KILLED);
+		kcall_free(c);
+	}
+	k->n_queued = 0;
+	kernel_discard(r, k);
+	if (k->cur)
+		kernel_finish(r, k, why);
+	kernel_unlink_free(r, k);
+}
+
+/* KFLAGS END: every kernel of c's scope (of c's language when it has one). */
+static void kernel_end_scope(struct runner *r, struct kcall *c)
+{
+	struct kernel *k = r->kernels, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (strcmp(k->scope, c->scope) == 0 && (!c->has_lang || k->lang == c->lang))
+			kernel_end(r, k, "the kernel was ended: its sandbox ended");
+	}
+	send_lone_exit(r, c->id, 0);
+	kcall_free(c);
+}
+
 void kernel_exec(struct runner *r, uint32_t id, const unsigned char *payload, size_t len)
 {
 	struct kcall *c, **tail;
 	struct kernel *k;
-	char why[128];
+	char why[160];
 
-	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id)) {
+	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id) || file_has_id(r, id)) {
 		rn_send_error(r, id, "request id %u is 0 or already running", id);
 		return;
 	}
@@ -517,7 +632,16 @@ void kernel_exec(struct runner *r, uint32_t id, const unsigned char *payload, si
 		rn_send_error(r, id, "%s", why);
 		return;
 	}
-	k = &r->kernels[c->lang];
+	if (c->flags & RN_KFLAG_END) {
+		kernel_end_scope(r, c);
+		return;
+	}
+	k = kernel_get(r, c, why, sizeof(why));
+	if (!k) {
+		rn_send_error(r, id, "%s", why);
+		kcall_free(c);
+		return;
+	}
 	if (k->n_queued >= KERNEL_QUEUE_MAX) {
 		rn_send_error(r, id, "the %s kernel is busy: %d calls wait for it already",
 			      lang_names[c->lang], KERNEL_QUEUE_MAX);
@@ -549,15 +673,10 @@ bool kernel_kill(struct runner *r, uint32_t id, int sig)
 	if (!k)
 		return false;
 	if (queued) { /* never started: ends here */
-		struct rn_buf b = { 0 };
-
 		c = *queued;
 		*queued = c->next;
 		k->n_queued--;
-		rn_put_u32(&b, RN_F_FLAGS, RN_EXIT_KILLED);
-		if (!b.oom)
-			rn_send(r, RN_R_EXIT, id, b.data, b.len);
-		rn_buf_free(&b);
+		send_lone_exit(r, id, RN_EXIT_KILLED);
 		kcall_free(c);
 		return true;
 	}
@@ -666,9 +785,7 @@ static void kernel_read_events(struct runner *r, struct kernel *k)
 
 static struct kernel *kernel_of_fd(struct runner *r, int fd)
 {
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
-
+	for (struct kernel *k = r->kernels; k; k = k->next) {
 		if (k->pid && (fd == k->fd_out || fd == k->fd_err || fd == k->fd_ev ||
 			       fd == k->fd_req))
 			return k;
@@ -680,8 +797,7 @@ size_t kernel_pollfds(struct runner *r, struct pollfd *pfd, size_t room)
 {
 	size_t n = 0;
 
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
+	for (struct kernel *k = r->kernels; k; k = k->next) {
 		int fds[3] = { k->fd_out, k->fd_err, k->fd_ev };
 
 		if (!k->pid)
@@ -734,9 +850,7 @@ bool kernel_reaped(struct runner *r, pid_t pid, int wstatus)
 	struct kcall *waiting;
 	char why[200];
 
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
-
+	for (struct kernel *k = r->kernels; k; k = k->next) {
 		if (!k->pid || k->pid != pid)
 			continue;
 		/* What it said before it ended still counts, `done` included;
@@ -763,8 +877,7 @@ int kernel_tick(struct runner *r)
 	int64_t now = rn_now_ms();
 	int wait = -1;
 
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
+	for (struct kernel *k = r->kernels; k; k = k->next) {
 		int64_t at = 0;
 
 		if (!k->cur || !k->pid)
@@ -796,8 +909,9 @@ int kernel_tick(struct runner *r)
 
 void kernel_stop_all(struct runner *r)
 {
-	for (int i = 0; i < RN_LANG_N; i++) {
-		struct kernel *k = &r->kernels[i];
+	struct kernel *k;
+
+	while ((k = r->kernels)) {
 		struct kcall *c;
 
 		while ((c = k->queue)) {
@@ -808,5 +922,6 @@ void kernel_stop_all(struct runner *r)
 		kcall_free(k->cur);
 		k->cur = NULL;
 		kernel_discard(r, k);
+		kernel_unlink_free(r, k);
 	}
 }

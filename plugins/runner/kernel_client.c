@@ -170,6 +170,8 @@ static int kc_fields(struct rn_buf *b, const struct rn_kernel_call *kc)
 	if (n > RN_MAX_PAYLOAD)
 		return -1;
 	rn_put_str(b, RN_F_LANG, kc->language);
+	if (kc->scope)
+		rn_put_str(b, RN_F_SCOPE, kc->scope);
 	rn_put_bytes(b, RN_F_SOURCE, kc->code, (uint32_t)n);
 	for (size_t i = 0; kc->env && kc->env[i]; i++)
 		rn_put_str(b, RN_F_ENV, kc->env[i]);
@@ -246,9 +248,12 @@ int rn_kernel_run(struct rn_conn *c, const struct rn_kernel_call *kc,
 	s.tail = &s.head;
 	if (!res->results || !res->output_files)
 		return snprintf(why, size, "out of memory"), -1;
-	if (!rn_conn_has_cap(c, RN_CAP_KERNEL))
+	if (!rn_conn_has_cap(c, RN_CAP_KERNEL) ||
+	    (kc->scope && !rn_conn_has_cap(c, RN_CAP_KERNEL_SCOPE)))
 		return snprintf(why, size, "the runner has no \"%s\" capability (an older "
-				"build)", RN_CAP_KERNEL), -1;
+				"build)", kc->scope ? RN_CAP_KERNEL_SCOPE : RN_CAP_KERNEL), -1;
+	if (kc->scope && strlen(kc->scope) > RN_SCOPE_MAX)
+		return snprintf(why, size, "the kernel scope is over %u bytes", RN_SCOPE_MAX), -1;
 	if (kc_fields(&b, kc) < 0) {
 		rn_buf_free(&b);
 		return snprintf(why, size, "the code and its environment take more than %u "
@@ -279,6 +284,38 @@ int rn_kernel_run(struct rn_conn *c, const struct rn_kernel_call *kc,
 	res->kernel_died = (ex.flags & RN_EXIT_KERNEL_DIED) != 0;
 	snprintf(res->died_reason, sizeof(res->died_reason), "%s", ex.died);
 	return 0;
+}
+
+int rn_kernel_end(struct rn_conn *c, const char *scope, const char *language,
+		  char *why, size_t size)
+{
+	struct rn_buf b = { 0 };
+	struct rn_req *r = NULL;
+	struct rn_exit ex;
+	enum rn_req_state st = RN_REQ_RUNNING;
+	int64_t until = kc_now_ms() + KC_CANCEL_WAIT_MS;
+	int rc;
+
+	if (!rn_conn_has_cap(c, RN_CAP_KERNEL_SCOPE))
+		return snprintf(why, size, "the runner has no \"%s\" capability (an older "
+				"build)", RN_CAP_KERNEL_SCOPE), -1;
+	if (strlen(scope) > RN_SCOPE_MAX)
+		return snprintf(why, size, "the kernel scope is over %u bytes", RN_SCOPE_MAX), -1;
+	if (language)
+		rn_put_str(&b, RN_F_LANG, language);
+	rn_put_str(&b, RN_F_SCOPE, scope);
+	rn_put_u32(&b, RN_F_KFLAGS, RN_KFLAG_END);
+	rc = b.oom ? -1 : rn_request(c, RN_KEXEC, b.data, b.len, &r, why, size);
+	rn_buf_free(&b);
+	if (rc != 0)
+		return rc < 0 ? -1 : (snprintf(why, size, "out of memory"), -1);
+	while ((st = rn_req_state(r, &ex, why, size, NULL)) == RN_REQ_RUNNING &&
+	       kc_now_ms() < until)
+		rn_req_wait(r, (int)(until - kc_now_ms()), -1);
+	rn_req_put(r);
+	if (st == RN_REQ_RUNNING)
+		return snprintf(why, size, "the runner did not answer the end of the kernels"), -1;
+	return st == RN_REQ_DONE ? 0 : -1;
 }
 
 void rn_kernel_result_free(struct rn_kernel_result *res)

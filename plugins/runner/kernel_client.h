@@ -24,6 +24,9 @@
 /* One call.  Every pointer is borrowed for the duration of rn_kernel_run(). */
 struct rn_kernel_call {
 	const char *language;    /* "python" or "javascript" */
+	const char *scope;       /* whose kernel: a sandbox id (runners shared by
+				    several sandboxes, capability "kernel-scope");
+				    NULL: the runner's one unscoped kernel */
 	const char *code;        /* NUL-terminated; may be "" (with reset: only reset) */
 	const char *const *env;  /* "K=V", NULL-terminated, or NULL: set over the
 				    runner's environment when the kernel starts */
@@ -70,6 +73,13 @@ struct rn_kernel_result {
  * cwd cannot be entered, or no answer came after a cancel. */
 int rn_kernel_run(struct rn_conn *c, const struct rn_kernel_call *kc,
 		  struct rn_kernel_result *res, char *why, size_t size);
+
+/* Ends the kernels of `scope` on c (language NULL: every language's): what
+ * they run is killed, a call in flight ends with their death.  Waits for
+ * the runner's answer (a few ms).  Returns 0, or -1 with why (no
+ * "kernel-scope" capability, the connection broke). */
+int rn_kernel_end(struct rn_conn *c, const char *scope, const char *language,
+		  char *why, size_t size);
 
 /* Frees what res holds (not res); NULL fields are fine. */
 void rn_kernel_result_free(struct rn_kernel_result *res);

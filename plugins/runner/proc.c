@@ -396,7 +396,7 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 		rn_send_error(r, id, "%s", why);
 		goto out;
 	}
-	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id)) {
+	if (id == 0 || proc_find(r, id) || kernel_has_id(r, id) || file_has_id(r, id)) {
 		rn_send_error(r, id, "request id %u is 0 or already running", id);
 		goto out;
 	}

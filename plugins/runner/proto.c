@@ -59,8 +59,9 @@ int rn_hdr_get(const unsigned char in[RN_HDR_SIZE], uint32_t max, struct rn_hdr 
 bool rn_type_known(uint8_t type, bool from_runner)
 {
 	if (from_runner)
-		return (type >= RN_R_HELLO && type <= RN_R_ERROR) || type == RN_R_KEVENT;
-	return (type >= RN_HELLO && type <= RN_PING) || type == RN_KEXEC;
+		return (type >= RN_R_HELLO && type <= RN_R_ERROR) || type == RN_R_KEVENT ||
+		       type == RN_R_FILE;
+	return (type >= RN_HELLO && type <= RN_PING) || type == RN_KEXEC || type == RN_FILE;
 }
 
 /* ---- the frame reader ----------------------------------------------------------- */

@@ -44,6 +44,8 @@ enum rn_type {
 				  a u32 signal number: send only that, once */
 	RN_PING = 0x06,        /* answered by PONG with the same id and payload */
 	RN_KEXEC = 0x10,       /* new id: code for a kernel (capability "kernel") */
+	RN_FILE = 0x11,        /* new id: a file operation (capability "files"); a
+				  WRITE's bytes follow as STDIN, STDIN_CLOSE commits */
 
 	RN_R_HELLO = 0x81,     /* id 0: VERSION, BUILD_ID, PID, MAX_PAYLOAD, ARCH */
 	RN_R_STARTED = 0x82,   /* the command runs: PID, PGID */
@@ -53,7 +55,8 @@ enum rn_type {
 	RN_R_PONG = 0x86,
 	RN_R_EXIT = 0x87,      /* last frame of an id: CODE, SIGNAL, FLAGS, ... */
 	RN_R_ERROR = 0x88,     /* a refused frame: TEXT; id 0 ends the runner */
-	RN_R_KEVENT = 0x90     /* one event line of a kernel call (doc/kernel-protocol.md) */
+	RN_R_KEVENT = 0x90,    /* one event line of a kernel call (doc/kernel-protocol.md) */
+	RN_R_FILE = 0x91       /* the answer to a FILE request, its last frame */
 };
 
 /* Field tags.  Numbers: u32 unless said. */
@@ -96,15 +99,68 @@ enum rn_tag {
 	RN_F_LANG = 50,       /* text: "python" or "javascript" */
 	RN_F_SOURCE = 51,     /* text: the code (may be empty) */
 	RN_F_KFLAGS = 52,     /* RN_KFLAG_* bits */
-	RN_F_RICH_CAP = 53    /* bytes of rich results per call; absent: RN_RICH_CAP_DEFAULT */
+	RN_F_RICH_CAP = 53,   /* bytes of rich results per call; absent: RN_RICH_CAP_DEFAULT */
+	RN_F_SCOPE = 54,      /* text: whose kernel (a sandbox id); absent: "" (capability "kernel-scope") */
+
+	/* FILE (request) */
+	RN_F_FOP = 60,        /* enum rn_fop */
+	RN_F_PATH = 61,       /* text: the path, as the runner's processes see it */
+	RN_F_PATH2 = 62,      /* text: RENAME's new path */
+	RN_F_OFFSET = 63,     /* u64: READ's first byte, LIST's first entry */
+	RN_F_LENGTH = 64,     /* READ: at most this many bytes (<= RN_FILE_CHUNK) */
+	RN_F_FMODE = 65,      /* WRITE and MKDIR: mode of what is made; answers:
+				 the permission bits (07777) */
+	RN_F_FFLAGS = 66,     /* RN_FFLAG_* bits, both ways */
+
+	/* FILE answer (also ERRNO 33 on failure, with TEXT 40 saying where) */
+	RN_F_FTYPE = 70,      /* enum rn_ftype */
+	RN_F_SIZE = 71,       /* u64 bytes: STAT, a READ's whole file, a WRITE's bytes */
+	RN_F_MTIME = 72,      /* u64 unix seconds (two's complement) */
+	RN_F_UID = 73,
+	RN_F_GID = 74,
+	RN_F_DATA = 75,       /* READ: the bytes */
+	RN_F_ENTRY = 76,      /* LIST, repeated: fields NAME, FTYPE, SIZE, FMODE, MTIME */
+	RN_F_NAME = 77        /* text: an entry's name */
 };
+
+/* FILE operations (capability "files"). */
+enum rn_fop {
+	RN_FOP_READ = 1,      /* PATH, OFFSET, LENGTH -> DATA, SIZE */
+	RN_FOP_WRITE = 2,     /* PATH, FMODE, FFLAGS(PARENTS); bytes as STDIN,
+				 STDIN_CLOSE commits, KILL drops -> SIZE */
+	RN_FOP_STAT = 3,      /* PATH -> FTYPE, SIZE, FMODE, MTIME, UID, GID (lstat) */
+	RN_FOP_LIST = 4,      /* PATH, OFFSET -> ENTRY..., FFLAGS(MORE, CUT) */
+	RN_FOP_MKDIR = 5,     /* PATH, FMODE, FFLAGS(PARENTS) */
+	RN_FOP_REMOVE = 6,    /* PATH, FFLAGS(RECURSIVE) */
+	RN_FOP_RENAME = 7     /* PATH, PATH2 */
+};
+
+enum rn_fflags {
+	RN_FFLAG_PARENTS = 1u << 0,   /* make missing parent directories */
+	RN_FFLAG_RECURSIVE = 1u << 1, /* REMOVE a tree */
+	RN_FFLAG_MORE = 1u << 2,      /* LIST answer: more entries from OFFSET + count */
+	RN_FFLAG_CUT = 1u << 3        /* LIST answer: the directory holds more than
+					 RN_LIST_MAX entries; the rest is not listed */
+};
+
+enum rn_ftype { RN_FT_FILE = 0, RN_FT_DIR, RN_FT_SYMLINK, RN_FT_OTHER };
+
+#define RN_FILE_CHUNK  (512u * 1024u)  /* bytes of one READ answer */
+#define RN_LIST_BUDGET (768u * 1024u)  /* bytes of entries in one LIST answer */
+#define RN_LIST_MAX    100000u         /* entries a LIST looks at */
 
 /* The runner's named capabilities (HELLO field CAPABILITY). */
 #define RN_CAP_KERNEL "kernel" /* KEXEC and KEVENT: stateful code kernels */
+#define RN_CAP_KERNEL_SCOPE "kernel-scope" /* KEXEC's SCOPE field and END flag */
+#define RN_CAP_FILES "files"   /* FILE and its answer: file operations */
 
 enum rn_kflags {
-	RN_KFLAG_RESET = 1u << 0  /* discard the kernel (and its state) before this call */
+	RN_KFLAG_RESET = 1u << 0, /* discard the kernel (and its state) before this call */
+	RN_KFLAG_END = 1u << 1    /* end the scope's kernels (LANG's, or all without LANG); run nothing */
 };
+
+#define RN_SCOPE_MAX 256      /* bytes of a SCOPE */
+#define RN_KERNELS_MAX 32     /* kernels one runner keeps (scopes times languages) */
 
 #define RN_RICH_CAP_DEFAULT (4u * 1024u * 1024u)
 #define RN_KGRACE_MS_DEFAULT 2000u /* KEXEC: interrupt -> kill of the kernel */

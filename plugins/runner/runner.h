@@ -76,14 +76,21 @@ struct kcall {
 	char **env;               /* "K=V", envc of them: for a kernel it starts */
 	size_t envc;
 	char *cwd;                /* where a kernel it starts runs, or NULL */
+	char *scope;              /* whose kernel (SCOPE), never NULL */
+	bool has_lang;            /* LANG was given (END may go without) */
 	uint32_t timeout_ms, grace_ms, flags, rich_cap;
 	uint64_t cap;             /* stdout/stderr bytes forwarded each, 0: all */
 	struct kcall *next;
 };
 
-/* A kernel: one long-lived interpreter per language, started by the first
- * call for it (kernel.c, doc/kernel-protocol.md).  pid 0: none runs. */
+/* A kernel: one long-lived interpreter per scope (a sandbox) and language,
+ * started by the first call for it (kernel.c, doc/kernel-protocol.md).
+ * Owned by runner->kernels until the scope ends or the runner does.  pid 0:
+ * none runs now. */
 struct kernel {
+	char *scope;              /* owned */
+	enum rn_lang lang;
+	struct kernel *next;
 	pid_t pid;
 	int fd_out, fd_err;       /* its stdout and stderr, read ends */
 	int fd_req;               /* write end of its fd 3 (requests) */
@@ -120,7 +127,9 @@ struct runner {
 	struct proc *procs;
 	struct drain *drains;
 	size_t n_drains;
-	struct kernel kernels[RN_LANG_N];
+	struct kernel *kernels;   /* at most RN_KERNELS_MAX */
+	size_t n_kernels;
+	struct fwrite *writes;    /* file writes in flight (files.c) */
 };
 
 /* ---- sandgate-runner.c ------------------------------------------------------ */
@@ -211,7 +220,7 @@ bool kernel_has_id(struct runner *r, uint32_t id);
  * it does not stop within the grace), else sends sig to the kernel.  A
  * queued call ends at once.  Returns false when id is no kernel call. */
 bool kernel_kill(struct runner *r, uint32_t id, int sig);
-/* Adds the fds to watch (room for 4 per kernel); returns how many. */
+/* Adds the fds to watch (4 per kernel at most); returns how many. */
 size_t kernel_pollfds(struct runner *r, struct pollfd *pfd, size_t room);
 void kernel_events(struct runner *r, const struct pollfd *pfd, size_t n);
 /* A reaped child that is no command: true when it was a kernel. */
@@ -220,5 +229,22 @@ bool kernel_reaped(struct runner *r, pid_t pid, int wstatus);
 int kernel_tick(struct runner *r);
 /* The runner ends: every kernel's process group is killed. */
 void kernel_stop_all(struct runner *r);
+
+/* ---- files.c ----------------------------------------------------------------------- */
+
+struct fwrite;
+
+/* A FILE frame: answers at once (one FILE answer), or, for a WRITE, opens
+ * its temporary file and waits for its bytes; ERROR for a malformed one. */
+void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t len);
+/* True when id is a write in flight. */
+bool file_has_id(struct runner *r, uint32_t id);
+/* STDIN, STDIN_CLOSE (commit) and KILL (drop) for a write: false when id is
+ * none. */
+bool file_stdin(struct runner *r, uint32_t id, const unsigned char *data, size_t len);
+bool file_stdin_close(struct runner *r, uint32_t id);
+bool file_kill(struct runner *r, uint32_t id);
+/* The runner ends: every write in flight is dropped with its temporary file. */
+void file_stop_all(struct runner *r);
 
 #endif /* SG_RUNNER_RUNNER_H */

@@ -12,7 +12,8 @@
  * SIGTERM/SIGINT/SIGHUP) it kills the commands still in flight and exits.  It
  * is a child subreaper, so orphans of its commands are reaped here.
  *
- * It also keeps the code kernels of run_code (kernel.c).
+ * It also keeps the code kernels of run_code (kernel.c) and does file
+ * operations where its commands run (files.c).
  *
  * Usage: sandgate-runner [--stdio] | --version
  * (--fault is a hidden test switch: see enum rn_fault in runner.h.)
@@ -39,7 +40,7 @@
 
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
 
-const char *const rn_capabilities[] = { RN_CAP_KERNEL, NULL };
+const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES, NULL };
 
 int64_t rn_now_ms(void)
 {
@@ -59,6 +60,7 @@ static void runner_stop(struct runner *r)
 	r->stop_deadline = rn_now_ms() + 2000;
 	proc_kill_all(r);
 	kernel_stop_all(r);
+	file_stop_all(r);
 }
 
 /* Writes all of iov (blocking); -1 on any error. */
@@ -178,8 +180,8 @@ static void on_kill(struct runner *r, uint32_t id, struct proc *p,
 	}
 	if (p)
 		proc_kill(r, p, (int)sig);
-	else
-		kernel_kill(r, id, (int)sig);
+	else if (!kernel_kill(r, id, (int)sig))
+		file_kill(r, id);
 }
 
 /* One frame from sandgate.  Frames for commands that already ended are
@@ -203,10 +205,14 @@ static int on_frame(const struct rn_hdr *h, const unsigned char *payload, void *
 	case RN_STDIN:
 		if (p)
 			proc_stdin(r, p, payload, h->len);
+		else
+			file_stdin(r, h->id, payload, h->len);
 		return 0;
 	case RN_STDIN_CLOSE:
 		if (p)
 			proc_stdin_close(p);
+		else
+			file_stdin_close(r, h->id);
 		return 0;
 	case RN_KILL:
 		on_kill(r, h->id, p, payload, h->len);
@@ -214,6 +220,10 @@ static int on_frame(const struct rn_hdr *h, const unsigned char *payload, void *
 	case RN_KEXEC:
 		if (!r->stopping)
 			kernel_exec(r, h->id, payload, h->len);
+		return 0;
+	case RN_FILE:
+		if (!r->stopping)
+			file_op(r, h->id, payload, h->len);
 		return 0;
 	case RN_PING:
 		rn_send(r, RN_R_PONG, h->id, payload, h->len);
@@ -328,6 +338,7 @@ static void runner_end(struct runner *r)
 			kill(p->pid, SIGKILL);
 	}
 	kernel_stop_all(r);
+	file_stop_all(r);
 }
 
 static int usage(void)

@@ -73,6 +73,7 @@ static int ssh_act_disconnect(void *priv, struct sg_machine *machine, const json
 
 	(void)params, (void)call;
 	ctx->host->shells_close(machine);
+	ssh_code_end(machine);
 	*result = json_pack("{s:s, s:s}", "machine", ssh_label(machine), "status", "stopped");
 	return *result ? 0 : ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 }
@@ -136,7 +137,7 @@ const struct sg_action ssh_actions[SSH_N_ACTIONS] = {
 	  .needs_machine = false,
 	  .handler = ssh_act_connect },
 	{ .name = "ssh_disconnect",
-	  .summary = "end an SSH machine's shells (the machine and its files stay)",
+	  .summary = "end an SSH machine's shells and code kernels (the machine and its files stay)",
 	  .params_schema = SSH_MACHINE_SCHEMA,
 	  .example = "{\"machine\": \"lab\"}",
 	  .needs_machine = true,

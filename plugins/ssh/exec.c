@@ -550,6 +550,7 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 	struct ssh_machine *sm = ssh_machine_of(m, err);
 	const struct sg_host_api *host;
 	struct ssh_run r;
+	struct rnc_cmd c;
 	char **env = NULL;
 	int64_t t0 = ssh_now_ms();
 	int rc;
@@ -573,7 +574,8 @@ int ssh_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call
 		.cap = req->output_cap ? req->output_cap : SG_OUTPUT_CAP_DEFAULT,
 		.group = true,
 	};
-	rc = ssh_rexec(sm->pool, &r, call, res, err);
+	ssh_runner_cmd(&r, &c);
+	rc = rnc_exec(ssh_site_of(sm), &c, call, res, err);
 	if (rc == 1)
 		rc = ssh_run(sm->pool, &r, call, res, err);
 	if (rc < 0 && err && err->code == SG_E_NOTFOUND && strcmp(r.cwd, m->workspace) == 0)

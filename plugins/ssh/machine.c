@@ -31,6 +31,22 @@
 static const char ssh_mkdir_script[] =
 	"umask 077 && mkdir -p -- \"$1\" && mkdir -m 700 -- \"$1/$2\"";
 
+/* The same for a jailed sandbox, and beside it the files of its /etc
+ * ($1/.$2.etc: passwd and group entries of the user, hosts, hostname $3). */
+static const char ssh_mkjail_script[] =
+	"umask 077 && mkdir -p -- \"$1\" && mkdir -m 700 -- \"$1/$2\" && "
+	"mkdir -m 711 -- \"$1/.$2.etc\" && cd -- \"$1/.$2.etc\" && umask 022 && "
+	"u=$(id -un) && i=$(id -u) && g=$(id -g) && gn=$(id -gn) && "
+	"{ echo 'root:x:0:0:root:/root:/usr/sbin/nologin'; [ \"$i\" = 0 ] || "
+	"printf '%s:x:%s:%s:sandgate sandbox:/workspace:/bin/sh\\n' \"$u\" \"$i\" \"$g\"; } >passwd && "
+	"{ echo 'root:x:0:'; [ \"$g\" = 0 ] || printf '%s:x:%s:\\n' \"$gn\" \"$g\"; } >group && "
+	"printf '127.0.0.1\\tlocalhost\\n::1\\tlocalhost\\n127.0.1.1\\t%s\\n' \"$3\" >hosts && "
+	"printf '%s\\n' \"$3\" >hostname";
+
+/* Whether the host has bwrap, and whether it is 0.8 or later. */
+static const char ssh_bwrap_script[] =
+	"command -v bwrap >/dev/null 2>&1 || { echo none; exit 0; }; bwrap --version 2>&1";
+
 struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *err)
 {
 	struct ssh_machine *sm = m ? m->handle : NULL;
@@ -115,26 +131,129 @@ static void ssh_state_remove(struct ssh_ctx *ctx, const char *id)
 		unlink(path);
 }
 
-static json_t *ssh_state_json(const char *id, const char *ws, const struct sg_create_req *req,
-			      const char *target)
+static json_t *ssh_state_json(const char *id, const char *dir, bool jailed,
+			      const struct sg_create_req *req, const char *target)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I}", "id", id, "target", target, "workspace", ws,
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:I, s:I}", "id", id, "target", target,
+			 "workspace", dir, "isolation", jailed ? "bwrap" : "none",
 			 "owner", req->owner ? req->owner : "", "persistent", req->persistent,
 			 "created", (json_int_t)time(NULL), "lifetime", (json_int_t)req->lifetime_s);
 }
 
 /* ---- handles ---------------------------------------------------------------------------- */
 
+/* The handle of a sandbox in dir; jailed: with its jail's runner site. */
 static int ssh_handle_new(struct ssh_ctx *ctx, struct ssh_pool *p, struct sg_machine *m,
-			  struct sg_err *err)
+			  const char *id, const char *dir, bool jailed, struct sg_err *err)
 {
 	struct ssh_machine *sm = calloc(1, sizeof(*sm)); /* ssh_machine_release() */
+	char etc[SSH_PATH_MAX];
+	const char *base = strrchr(dir, '/');
 
 	if (!sm)
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	sm->ctx = ctx;
 	sm->pool = p;
+	snprintf(sm->dir, sizeof(sm->dir), "%s", dir);
+	if (jailed) {
+		snprintf(etc, sizeof(etc), "%.*s/.%s.etc", base ? (int)(base - dir) : 0, dir,
+			 base ? base + 1 : dir);
+		sm->jail = ssh_jail_new(p, id, dir, etc, err);
+		if (!sm->jail) {
+			free(sm);
+			return -1;
+		}
+	}
+	rnc_kstate_init(&sm->code);
 	m->handle = sm;
+	return 0;
+}
+
+/* What create_sandbox reports: the jail, or that there is none. */
+static void ssh_report(struct ssh_ctx *ctx, struct sg_machine *m, const struct ssh_machine *sm)
+{
+	const struct ssh_target *t = &sm->pool->target;
+	json_t *facts;
+
+	if (!SG_HOST_HAS(ctx->host, machine_report))
+		return;
+	if (sm->jail)
+		facts = json_pack("{s:s, s:s, s:s, s:s}", "isolation", "bwrap", "network",
+				  t->network_host ? "host" : "none", "workspace", "/workspace",
+				  "directory", sm->dir);
+	else
+		facts = json_pack("{s:s, s:s, s:s}", "isolation", "none", "directory", sm->dir,
+				  "warning", "sandboxes on this SSH host are not isolated from each "
+				  "other: their commands see the host and each other's directories "
+				  "([ssh] isolation = none, or no bubblewrap there); the file tools "
+				  "keep to the sandbox's directory");
+	if (facts)
+		ctx->host->machine_report(m, facts);
+	json_decref(facts);
+}
+
+/* Whether p's host has bwrap: 1 yes, 0 no, -1 with err (unreachable). */
+static int ssh_bwrap_there(struct ssh_pool *p, struct sg_call *call, struct sg_err *err)
+{
+	const char *argv[] = { "/bin/sh", "-c", ssh_bwrap_script, NULL };
+	struct ssh_run r = { .argv = argv, .cwd = "/", .timeout_ms = 30000, .cap = 4096 };
+	struct sg_exec_result res;
+	unsigned a = 0, b = 0;
+	int have;
+
+	pthread_mutex_lock(&p->lock);
+	have = p->bwrap;
+	pthread_mutex_unlock(&p->lock);
+	if (have)
+		return have > 0;
+	memset(&res, 0, sizeof(res));
+	if (ssh_run(p, &r, call, &res, err) < 0) {
+		p->ctx->host->buf_release(&res.out);
+		p->ctx->host->buf_release(&res.err);
+		return -1;
+	}
+	have = res.out.data && strncmp(res.out.data, "none", 4) != 0 ? 1 : -1;
+	if (have > 0 && sscanf(res.out.data, "bubblewrap %u.%u", &a, &b) == 2)
+		p->bwrap_disable_userns = a > 0 || b >= 8;
+	p->ctx->host->buf_release(&res.out);
+	p->ctx->host->buf_release(&res.err);
+	pthread_mutex_lock(&p->lock);
+	p->bwrap = have;
+	pthread_mutex_unlock(&p->lock);
+	ssh_log(p->ctx, SG_LOG_INFO, "%s: %s", p->target.host, have > 0 ?
+		"bubblewrap is there: sandboxes are jails" : "no bubblewrap");
+	return have > 0;
+}
+
+/* Jailed or not, by the target's isolation and what the host has: 1 jail,
+ * 0 none (said once in the log), -1 with err. */
+static int ssh_jail_decide(struct ssh_pool *p, struct sg_call *call, struct sg_err *err)
+{
+	const struct ssh_target *t = &p->target;
+	bool warn;
+	int have;
+
+	if (t->isolation != SSH_ISO_NONE) {
+		have = ssh_bwrap_there(p, call, err);
+		if (have < 0)
+			return -1;
+		if (have)
+			return 1;
+		if (t->isolation == SSH_ISO_BWRAP)
+			return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: [ssh] isolation = bwrap, "
+						  "but %s has no bwrap: install bubblewrap there "
+						  "(apt-get install bubblewrap), or set isolation = none",
+						  t->host);
+	}
+	pthread_mutex_lock(&p->lock);
+	warn = !p->unjailed_warned;
+	p->unjailed_warned = true;
+	pthread_mutex_unlock(&p->lock);
+	if (warn)
+		ssh_log(p->ctx, SG_LOG_WARNING, "sandboxes on %s are not isolated from each other "
+			"(%s): their commands see the host and each other's directories",
+			t->host, t->isolation == SSH_ISO_NONE ? "[ssh] isolation = none" :
+			"no bubblewrap there");
 	return 0;
 }
 
@@ -194,8 +313,10 @@ int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_ca
 	struct ssh_pool *p;
 	const char *name;
 	char rnd[2 * SSH_RAND_BYTES + 1], dir[16], id[SSH_ID_MAX], ws[SSH_PATH_MAX];
-	const char *argv[] = { "/bin/sh", "-c", ssh_mkdir_script, "sg", NULL, dir, NULL };
+	const char *argv[] = { "/bin/sh", "-c", ssh_mkdir_script, "sg", NULL, dir, id, NULL };
+	struct rn_conn *rc = NULL;
 	json_t *state;
+	int jailed;
 
 	if (ssh_pick_target(ctx, req, &name, err) < 0 || ssh_check_env(ctx, req->env, err) < 0)
 		return -1;
@@ -211,22 +332,46 @@ int ssh_machine_create(void *priv, const struct sg_create_req *req, struct sg_ca
 		return ctx->host->errf(err, SG_E_INVAL, "ssh: target name or root too long");
 	argv[4] = p->target.root;
 	if (call)
-		ctx->host->progress(call, 1, 2, "connecting");
-	if (ssh_fill(ctx, m, &p->target, id, ws, err) < 0)
+		ctx->host->progress(call, 1, 3, "connecting");
+	jailed = ssh_jail_decide(p, call, err);
+	if (jailed < 0)
 		return -1;
-	state = ssh_state_json(id, ws, req, p->target.name);
+	if (jailed)
+		argv[2] = ssh_mkjail_script;
+	if (ssh_fill(ctx, m, &p->target, id, jailed ? "/workspace" : ws, err) < 0)
+		return -1;
+	state = ssh_state_json(id, ws, jailed, req, p->target.name);
 	if (!state || ssh_state_write(ctx, id, state) < 0) {
 		json_decref(state);
 		return ctx->host->errf(err, SG_E_IO, "ssh: cannot write the state file of sandbox %s in %s/ssh: check that directory",
 				       id, ctx->host->state_dir() ? ctx->host->state_dir() : "(no state directory)");
 	}
 	json_decref(state);
-	if (ssh_script(p, argv, call, "creating the sandbox directory", err) < 0 ||
-	    ssh_handle_new(ctx, p, m, err) < 0) {
+	if (ssh_script(p, argv, call, "creating the sandbox directory", err) < 0) {
 		ssh_state_remove(ctx, id);
 		return -1;
 	}
+	if (ssh_handle_new(ctx, p, m, id, ws, jailed, err) < 0) {
+		const char *rm[] = { "rm", "-rf", "--", ws, NULL };
+
+		ssh_script(p, rm, call, "removing the sandbox directory", NULL);
+		ssh_state_remove(ctx, id);
+		return -1;
+	}
+	/* The jail now, so that a host that cannot make one refuses here. */
+	if (jailed && call)
+		ctx->host->progress(call, 2, 3, "starting the jail");
+	if (jailed && rnc_site_get(&((struct ssh_machine *)m->handle)->jail->site, &rc, err) != 0)
+		goto fail;
+	if (rc)
+		rn_conn_put(rc);
+	ssh_report(ctx, m, m->handle);
 	return 0;
+fail:
+	ssh_machine_destroy(m, call, NULL);
+	ssh_machine_release(m);
+	ssh_state_remove(ctx, id);
+	return -1;
 }
 
 /* ---- attach, destroy, release, list --------------------------------------------------- */
@@ -236,7 +381,7 @@ int ssh_machine_attach(void *priv, const char *id, const json_t *kept, struct sg
 {
 	struct ssh_ctx *ctx = priv;
 	json_t *st = ssh_state_read(ctx, id);
-	const char *target, *ws;
+	const char *target, *ws, *iso;
 	struct ssh_pool *p;
 	int rc = -1;
 
@@ -246,13 +391,17 @@ int ssh_machine_attach(void *priv, const char *id, const json_t *kept, struct sg
 		return ctx->host->errf(err, SG_E_NOTFOUND, "ssh: no sandbox '%s' is known here (no state file)", id);
 	target = json_string_value(json_object_get(st, "target"));
 	ws = json_string_value(json_object_get(st, "workspace"));
+	iso = json_string_value(json_object_get(st, "isolation"));
 	if (!target || !ws || ws[0] != '/') {
 		ctx->host->errf(err, SG_E_NOTFOUND, "ssh: the state file of sandbox '%s' is damaged", id);
 		goto out;
 	}
 	p = ssh_pool_get(ctx, target, err);
-	if (!p || ssh_fill(ctx, m, &p->target, id, ws, err) < 0 || ssh_handle_new(ctx, p, m, err) < 0)
+	if (!p || ssh_fill(ctx, m, &p->target, id, iso && strcmp(iso, "bwrap") == 0 ? "/workspace" : ws,
+			   err) < 0 ||
+	    ssh_handle_new(ctx, p, m, id, ws, iso && strcmp(iso, "bwrap") == 0, err) < 0)
 		goto out;
+	ssh_report(ctx, m, m->handle);
 	rc = 0;
 out:
 	json_decref(st);
@@ -273,14 +422,24 @@ static bool ssh_ours(const char *ws)
 int ssh_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_err *err)
 {
 	struct ssh_machine *sm = ssh_machine_of(m, err);
-	const char *argv[] = { "rm", "-rf", "--", m->workspace, NULL };
+	char etc[SSH_PATH_MAX + 16];
+	const char *argv[] = { "rm", "-rf", "--", NULL, NULL, NULL };
+	const char *base;
 
 	if (!sm)
 		return -1;
-	if (!ssh_ours(m->workspace))
+	if (!ssh_ours(sm->dir))
 		return sm->ctx->host->errf(err, SG_E_PERM,
 					   "ssh: refusing to remove '%s': not a sandbox directory made by sandgate",
-					   m->workspace);
+					   sm->dir);
+	argv[3] = sm->dir;
+	if (sm->jail) {
+		/* The runner sees EOF and ends, and its jail with every process. */
+		rnc_site_stop(&sm->jail->site);
+		base = strrchr(sm->dir, '/');
+		snprintf(etc, sizeof(etc), "%.*s/.%s.etc", (int)(base - sm->dir), sm->dir, base + 1);
+		argv[4] = etc;
+	}
 	if (ssh_script(sm->pool, argv, call, "removing the sandbox directory", err) < 0)
 		return -1;
 	ssh_state_remove(sm->ctx, m->id);
@@ -293,6 +452,11 @@ void ssh_machine_release(struct sg_machine *m)
 
 	if (!sm)
 		return;
+	/* Its kernels live in the target's shared runner: they end with it,
+	 * as a container's end with the container's runner. */
+	ssh_code_end(m);
+	rnc_kstate_fini(&sm->code);
+	ssh_jail_free(sm->jail);
 	free(sm);
 	m->handle = NULL;
 }

@@ -15,13 +15,12 @@
  * reader thread (plugins/runner/client.c) reads it in ssh_op_wait() like any
  * other op, so every libssh2 call happens under the connection's lock.
  *
- * A runner that died (killed on the host, a broken frame, its connection
- * dropped) is started again on the next call, with a log line.  One that
- * cannot run (another CPU architecture, noexec, no writable place, no
- * binary here) leaves the target on plain exec: said once in the log.
- * [ssh] runner = false forces plain exec everywhere.  When sandgate closes
- * the target for good (fini) the runner gets EOF, ends, and its file is
- * removed.
+ * Its life per target (started on the first call, again after it died,
+ * plain exec for good where it cannot run) and the commands and streams
+ * through it are the one runner client's (plugins/runner/rclient.h); this
+ * file gives it the ops.  [ssh] runner = false forces plain exec
+ * everywhere.  When sandgate closes the target for good (fini) the runner
+ * gets EOF, ends, and its file is removed.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -112,6 +111,7 @@ void ssh_runner_teardown(struct ssh_ctx *ctx)
  * its free(), after the reader thread ended. */
 struct runner_chan {
 	struct ssh_pool *pool;        /* borrowed: pools live until fini */
+	struct ssh_rsite *rs;         /* borrowed: its site, which outlives it */
 	struct ssh_conn *c;           /* a reference and a slot, given back by free() */
 	LIBSSH2_CHANNEL *ch;          /* owned */
 	bool closing;                 /* guarded by c->lock: shutdown() came */
@@ -126,16 +126,15 @@ struct runner_chan {
 	char buf[4096];
 };
 
-/* Stores into the pool's note or status (tlock: the starter reads them). */
+/* Stores into the site's note or status (tlock: the starter reads them). */
 static void rchan_store(struct runner_chan *t, char *dst, size_t n, const char *text)
 {
-	struct ssh_runner *rn = &t->pool->runner;
 	size_t len = strnlen(text, n - 1);
 
-	pthread_mutex_lock(&rn->tlock);
+	pthread_mutex_lock(&t->rs->tlock);
 	memcpy(dst, text, len); /* cut to fit: these are notes */
 	dst[len] = '\0';
-	pthread_mutex_unlock(&rn->tlock);
+	pthread_mutex_unlock(&t->rs->tlock);
 }
 
 /* One finished stderr line: the log, and the note for a failed start
@@ -146,7 +145,7 @@ static void rchan_note_line(struct runner_chan *t)
 		return;
 	t->errline[t->err_len] = '\0';
 	t->err_len = 0;
-	rchan_store(t, t->pool->runner.note, sizeof(t->pool->runner.note), t->errline);
+	rchan_store(t, t->rs->note, sizeof(t->rs->note), t->errline);
 	ssh_log(t->pool->ctx, SG_LOG_INFO, "runner on %s: %s", t->who, t->errline);
 }
 
@@ -253,7 +252,7 @@ static ssize_t rchan_read(void *ud, void *p, size_t n)
 out:
 	ssh_op_end(&op);
 	if (r < 0)
-		errno = ECONNRESET; /* the client words it; rexec.c asks ssh_rlink_dropped() */
+		errno = ECONNRESET; /* the client words it; the lost op asks ssh_conn_dropped() */
 	return r;
 }
 
@@ -311,7 +310,7 @@ static void rchan_exit_status(struct runner_chan *t)
 	} else {
 		snprintf(text, sizeof(text), "exit status %d", libssh2_channel_get_exit_status(t->ch));
 	}
-	rchan_store(t, t->pool->runner.status, sizeof(t->pool->runner.status), text);
+	rchan_store(t, t->rs->status, sizeof(t->rs->status), text);
 }
 
 /* Our EOF, then the runner's (it ends its commands and exits), then the
@@ -369,12 +368,118 @@ static const char *runner_who(const struct ssh_pool *p, char *buf, size_t n)
 /* Starts `path --stdio` on a new channel and greets it.  Returns 0 with
  * *out and a reference on its SSH connection in *scp; 1 when it did not
  * run (why); -1 with err when the connection failed. */
-static int runner_launch(struct ssh_pool *p, const char *path, struct rn_conn **out,
-			 struct ssh_conn **scp, char *why, size_t size, struct sg_err *err)
+/* ---- the jail of a jailed sandbox ------------------------------------------------------ */
+
+/* Host files a jail's /etc gets read-only where they exist (as local.so's). */
+static const char *const jail_etc[] = {
+	"/etc/alternatives", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
+	"/etc/ca-certificates.conf", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf",
+	"/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/localtime", "/etc/timezone",
+	"/etc/locale.alias", "/etc/default/locale", "/etc/ld.so.cache", "/etc/ld.so.conf",
+	"/etc/ld.so.conf.d", "/etc/mime.types", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
+	"/etc/os-release", NULL
+};
+
+#define JAIL_ARGS_MAX 200
+
+/* The argv of a jail whose first process is the runner at path (on the
+ * host), run as `/.sandgate-runner arg`.  Strings live in bufs. */
+struct jail_argv {
+	const char *v[JAIL_ARGS_MAX];
+	int n;
+	char bufs[8][SSH_PATH_MAX + 32];
+	int nb;
+};
+
+static void ja_add(struct jail_argv *a, const char *s)
 {
+	if (a->n < JAIL_ARGS_MAX - 1)
+		a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static const char *ja_fmt(struct jail_argv *a, const char *dir, const char *name)
+{
+	char *b = a->bufs[a->nb < 7 ? a->nb++ : 7];
+
+	snprintf(b, sizeof(a->bufs[0]), "%s%s%s", dir, name ? "/" : "", name ? name : "");
+	return b;
+}
+
+static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, struct jail_argv *a)
+{
+	static const char *const ns[] = { "--unshare-user", "--unshare-pid", "--unshare-ipc",
+					   "--unshare-uts", "--unshare-cgroup-try", NULL };
+	static const char *const tops[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL };
+	static const char *const etc_files[] = { "passwd", "group", "hosts", "hostname", NULL };
+	struct ssh_pool *p = rs->pool;
+
+	a->n = a->nb = 0;
+	ja_add(a, "bwrap");
+	for (int i = 0; ns[i]; i++)
+		ja_add(a, ns[i]);
+	if (!p->target.network_host)
+		ja_add(a, "--unshare-net");
+	if (p->bwrap_disable_userns)
+		ja_add(a, "--disable-userns");
+	ja_add(a, "--die-with-parent");
+	ja_add(a, "--new-session");
+	ja_add(a, "--hostname");
+	ja_add(a, rs->hostname);
+	ja_add(a, "--ro-bind");
+	ja_add(a, "/usr");
+	ja_add(a, "/usr");
+	for (int i = 0; tops[i]; i++) {
+		ja_add(a, "--ro-bind-try");
+		ja_add(a, tops[i]);
+		ja_add(a, tops[i]);
+	}
+	for (int i = 0; jail_etc[i]; i++) {
+		ja_add(a, "--ro-bind-try");
+		ja_add(a, jail_etc[i]);
+		ja_add(a, jail_etc[i]);
+	}
+	for (int i = 0; etc_files[i]; i++) {
+		ja_add(a, "--ro-bind");
+		ja_add(a, ja_fmt(a, rs->etc, etc_files[i]));
+		ja_add(a, ja_fmt(a, "/etc", etc_files[i]));
+	}
+	ja_add(a, "--proc");
+	ja_add(a, "/proc");
+	ja_add(a, "--dev");
+	ja_add(a, "/dev");
+	ja_add(a, "--tmpfs");
+	ja_add(a, "/tmp");
+	ja_add(a, "--bind");
+	ja_add(a, rs->dir);
+	ja_add(a, "/workspace");
+	ja_add(a, "--ro-bind");
+	ja_add(a, path);
+	ja_add(a, "/.sandgate-runner");
+	ja_add(a, "--remount-ro");
+	ja_add(a, "/");
+	ja_add(a, "--chdir");
+	ja_add(a, "/workspace");
+	ja_add(a, "--setenv");
+	ja_add(a, "HOME");
+	ja_add(a, "/workspace");
+	ja_add(a, "--setenv");
+	ja_add(a, "TMPDIR");
+	ja_add(a, "/tmp");
+	ja_add(a, "--");
+	ja_add(a, "/.sandgate-runner");
+	ja_add(a, arg);
+}
+
+static int runner_launch(struct ssh_rsite *rs, const char *path, const char *arg,
+			 struct rn_conn **out, struct ssh_conn **scp, char *why, size_t size,
+			 struct sg_err *err)
+{
+	struct ssh_pool *p = rs->pool;
 	struct ssh_ctx *ctx = p->ctx;
-	const char *argv[] = { path, ctx->runner_faults ? "--fault" : "--stdio", NULL };
-	struct ssh_run r = { .argv = argv, .cwd = "/" };
+	const char *plain[] = { path, arg, NULL };
+	struct jail_argv *ja = rs->jailed ? calloc(1, sizeof(*ja)) : NULL; /* freed below */
+	struct ssh_run r = { .argv = plain, .cwd = "/" };
 	struct runner_chan *t = calloc(1, sizeof(*t)); /* owned by the connection once opened */
 	struct rn_conn_opts o = { .build_id = ctx->bin.id, .hello_timeout_ms = RUNNER_HELLO_MS,
 				  .log = runner_log_cb, .log_ud = ctx };
@@ -385,23 +490,32 @@ static int runner_launch(struct ssh_pool *p, const char *path, struct rn_conn **
 	char dropped[256];
 	int rc;
 
-	if (!t)
+	if (!t || (rs->jailed && !ja)) {
+		free(t);
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-	if (ssh_exec_start(p, &op, NULL, ssh_now_ms() + RUNNER_START_MS, &r, false, false, &c, &ch,
-			   err) < 0) {
+	}
+	if (ja) {
+		jail_argv(rs, path, arg, ja);
+		r.argv = ja->v;
+	}
+	rc = ssh_exec_start(p, &op, NULL, ssh_now_ms() + RUNNER_START_MS, &r, false, false, &c, &ch,
+			    err);
+	free(ja);
+	if (rc < 0) {
 		free(t);
 		return -1;
 	}
 	t->pool = p;
+	t->rs = rs;
 	t->c = c;
 	t->ch = ch;
 	t->want_marker = true;
 	runner_who(p, t->who, sizeof(t->who));
 	ssh_op_end(&op);
 	ssh_conn_get(c); /* for *scp, or dropped below */
-	pthread_mutex_lock(&p->runner.tlock);
-	p->runner.note[0] = p->runner.status[0] = '\0';
-	pthread_mutex_unlock(&p->runner.tlock);
+	pthread_mutex_lock(&rs->tlock);
+	rs->note[0] = rs->status[0] = '\0';
+	pthread_mutex_unlock(&rs->tlock);
 	tr = (struct rn_transport){ .read = rchan_read, .write = rchan_write,
 				    .shutdown = rchan_shutdown, .free = rchan_free, .ud = t };
 	o.name = t->who;
@@ -414,10 +528,10 @@ static int runner_launch(struct ssh_pool *p, const char *path, struct rn_conn **
 				     "the runner started (%s)", p->target.host, p->target.port, dropped);
 	} else {
 		rc = 1;
-		pthread_mutex_lock(&p->runner.tlock);
-		if (p->runner.note[0]) /* the shell's own words say more than "EOF" */
-			snprintf(why + strlen(why), size - strlen(why), ": %s", p->runner.note);
-		pthread_mutex_unlock(&p->runner.tlock);
+		pthread_mutex_lock(&rs->tlock);
+		if (rs->note[0]) /* the shell's own words say more than "EOF" */
+			snprintf(why + strlen(why), size - strlen(why), ": %s", rs->note);
+		pthread_mutex_unlock(&rs->tlock);
 	}
 	ssh_conn_put(c);
 	return rc;
@@ -517,10 +631,11 @@ static void runner_remove(struct ssh_pool *p, const char *path)
 
 /* Tries one directory: upload when needed, start.  Returns as runner_launch;
  * *uploaded when this call put the file there. */
-static int runner_try_dir(struct ssh_pool *p, const char *path, bool have, struct rn_conn **out,
-			  struct ssh_conn **scp, bool *uploaded, char *why, size_t size,
-			  struct sg_err *err)
+static int runner_try_dir(struct ssh_rsite *rs, const char *path, bool have, const char *arg,
+			  struct rn_conn **out, struct ssh_conn **scp, bool *uploaded, char *why,
+			  size_t size, struct sg_err *err)
 {
+	struct ssh_pool *p = rs->pool;
 	int rc = 1;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -531,7 +646,7 @@ static int runner_try_dir(struct ssh_pool *p, const char *path, bool have, struc
 			*uploaded = true;
 		}
 		why[0] = '\0';
-		rc = runner_launch(p, path, out, scp, why, size, err);
+		rc = runner_launch(rs, path, arg, out, scp, why, size, err);
 		/* Removed under us (another sandgate of this build ended its
 		 * connection): once more with a fresh upload. */
 		if (rc <= 0 || !(strstr(why, "not found") || strstr(why, "No such file")))
@@ -540,12 +655,13 @@ static int runner_try_dir(struct ssh_pool *p, const char *path, bool have, struc
 	return rc;
 }
 
-/* Finds a place and starts the runner.  0 (*out, *scp, rn->path), 1 when
- * it cannot run here (why), -1 with err. */
-static int runner_start(struct ssh_pool *p, struct rn_conn **out, struct ssh_conn **scp,
-			char *why, size_t size, struct sg_err *err)
+/* Finds a place and starts the runner.  0 (*out, *scp, rpath), 1 when it
+ * cannot run here (why), -1 with err. */
+static int runner_start(struct ssh_rsite *rs, const char *arg, struct rn_conn **out,
+			struct ssh_conn **scp, char *rpath, size_t rsize, char *why, size_t size,
+			struct sg_err *err)
 {
-	struct ssh_runner *rn = &p->runner;
+	struct ssh_pool *p = rs->pool;
 	struct runner_plan pl;
 	struct utsname un;
 	char path[SSH_PATH_MAX], step[320];
@@ -569,9 +685,10 @@ static int runner_start(struct ssh_pool *p, struct rn_conn **out, struct ssh_con
 				     p->ctx->bin.id) >= sizeof(path))
 			continue; /* a $HOME that long is not worth a message */
 		uploaded = false;
-		rc = runner_try_dir(p, path, pl.have[i], out, scp, &uploaded, step, sizeof(step), err);
+		rc = runner_try_dir(rs, path, pl.have[i], arg, out, scp, &uploaded, step, sizeof(step),
+				    err);
 		if (rc == 0)
-			snprintf(rn->path, sizeof(rn->path), "%s", path);
+			snprintf(rpath, rsize, "%s", path);
 		if (rc <= 0)
 			return rc;
 		snprintf(why + strlen(why), size - strlen(why), "%s%s: %.200s", i ? "; " : "",
@@ -582,127 +699,199 @@ static int runner_start(struct ssh_pool *p, struct rn_conn **out, struct ssh_con
 	return 1;
 }
 
+/* ---- the ops ----------------------------------------------------------------------------- */
+
+/* The start op: SG_E_NOTSUP when it cannot run on this host (plain exec for
+ * good), SG_E_UNAVAILABLE and the like when the host is unreachable. */
+static int rsite_start(void *ud, const char *arg, struct rn_conn **out, char *rpath, size_t rsize,
+		       struct sg_err *err)
+{
+	struct ssh_rsite *rs = ud;
+	struct ssh_conn *sc = NULL, *old;
+	char why[640];
+	int rc = runner_start(rs, arg, out, &sc, rpath, rsize, why, sizeof(why), err);
+
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		return rs->pool->ctx->host->errf(err, SG_E_NOTSUP, "%s", why);
+	pthread_mutex_lock(&rs->tlock);
+	old = rs->sc;
+	rs->sc = sc;
+	pthread_mutex_unlock(&rs->tlock);
+	if (old)
+		ssh_conn_put(old);
+	return 0;
+}
+
+/* After the connection closed: how its channel ended; the SSH connection
+ * under it is let go. */
+static void rsite_ended(void *ud, char *how, size_t size)
+{
+	struct ssh_rsite *rs = ud;
+	struct ssh_conn *sc;
+
+	pthread_mutex_lock(&rs->tlock);
+	sc = rs->sc;
+	rs->sc = NULL;
+	snprintf(how, size, "%s", rs->status);
+	pthread_mutex_unlock(&rs->tlock);
+	if (sc)
+		ssh_conn_put(sc);
+}
+
+static void rsite_kill_group(void *ud, long pgid)
+{
+	struct ssh_rsite *rs = ud;
+
+	/* On a new connection (if the host is there); by then a server that
+	 * went away has surely closed the old one too. */
+	ssh_kill_group(rs->pool, pgid);
+}
+
+/* The SSH connection under the runner dropped: the host went, not just the
+ * runner. */
+static bool rsite_lost(void *ud, struct sg_err *err)
+{
+	struct ssh_rsite *rs = ud;
+	struct ssh_pool *p = rs->pool;
+	struct ssh_conn *sc;
+	char dropped[256];
+	bool gone;
+
+	pthread_mutex_lock(&rs->tlock);
+	sc = rs->sc;
+	if (sc)
+		ssh_conn_get(sc);
+	pthread_mutex_unlock(&rs->tlock);
+	if (!sc)
+		return false;
+	gone = ssh_conn_dropped(sc, dropped, sizeof(dropped));
+	ssh_conn_put(sc);
+	if (gone)
+		p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: the connection to %s:%u dropped while "
+				   "the command ran (%s): it may have been interrupted; the next call "
+				   "reconnects", p->target.host, p->target.port, dropped);
+	return gone;
+}
+
+static const struct rnc_ops rsite_ops = {
+	.tag = SSH_PLUGIN,
+	.plain = "plain exec",
+	.start = rsite_start,
+	.ended = rsite_ended,
+	.kill_group = rsite_kill_group,
+	.lost = rsite_lost,
+};
+
+/* A jailed sandbox: the same start, refused rather than run another way. */
+static int jail_site_start(void *ud, const char *arg, struct rn_conn **out, char *rpath,
+			   size_t rsize, struct sg_err *err)
+{
+	struct ssh_rsite *rs = ud;
+	struct ssh_pool *p = rs->pool;
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16], msg[sizeof(err->msg)];
+
+	if (rsite_start(ud, arg, out, rpath, rsize, err) == 0)
+		return 0;
+	if (!err || err->code != SG_E_NOTSUP)
+		return -1;
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: the jail of this sandbox did not "
+				  "start on %s (%.300s): bubblewrap must be able to make unprivileged "
+				  "user namespaces there (sysctl kernel.unprivileged_userns_clone=1, "
+				  "user.max_user_namespaces > 0, an AppArmor profile for bwrap), and "
+				  "the runner must run there; a jailed sandbox never runs unconfined",
+				  ssh_target_str(&p->target, who, sizeof(who)), msg);
+}
+
+/* A jail's commands live in its pid namespace, which ends with its runner:
+ * there is no group to kill from outside (and a group number from inside
+ * means nothing on the host). */
+static void jail_kill_group(void *ud, long pgid)
+{
+	(void)ud;
+	(void)pgid;
+}
+
+static const struct rnc_ops jail_ops = {
+	.tag = SSH_PLUGIN,
+	.plain = NULL, /* no way around the jail */
+	.start = jail_site_start,
+	.ended = rsite_ended,
+	.kill_group = jail_kill_group,
+	.lost = rsite_lost,
+};
+
+struct ssh_rsite *ssh_jail_new(struct ssh_pool *p, const char *id, const char *dir,
+			       const char *etc, struct sg_err *err)
+{
+	struct ssh_rsite *rs = calloc(1, sizeof(*rs)); /* ssh_jail_free() */
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16], where[sizeof(who) + SSH_ID_MAX + 8];
+
+	if (!rs) {
+		p->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
+		return NULL;
+	}
+	rs->pool = p;
+	rs->jailed = true;
+	snprintf(rs->dir, sizeof(rs->dir), "%s", dir);
+	snprintf(rs->etc, sizeof(rs->etc), "%s", etc);
+	snprintf(rs->hostname, sizeof(rs->hostname), "%s", id);
+	pthread_mutex_init(&rs->tlock, NULL);
+	snprintf(where, sizeof(where), "in %s on %s", id, ssh_target_str(&p->target, who, sizeof(who)));
+	/* On even with [ssh] runner = false: a jail has no other way in. */
+	rnc_site_init(&rs->site, p->ctx->host, &jail_ops, rs, where, true, p->ctx->runner_faults);
+	return rs;
+}
+
+void ssh_jail_free(struct ssh_rsite *rs)
+{
+	char how[64];
+
+	if (!rs)
+		return;
+	rnc_site_fini(&rs->site); /* EOF: the runner ends, and its jail with it */
+	rsite_ended(rs, how, sizeof(how));
+	pthread_mutex_destroy(&rs->tlock);
+	free(rs);
+}
+
+struct rnc_site *ssh_site_of(struct ssh_machine *sm)
+{
+	return sm->jail ? &sm->jail->site : &sm->pool->runner.site;
+}
+
 /* ---- per target --------------------------------------------------------------------------- */
 
 void ssh_runner_pool_init(struct ssh_pool *p)
 {
-	pthread_mutex_init(&p->runner.lock, NULL);
-	pthread_mutex_init(&p->runner.tlock, NULL);
-	p->runner.state = p->ctx->runner_on ? SSH_RUNNER_IDLE : SSH_RUNNER_OFF;
-}
+	char who[SSH_USER_MAX + SSH_HOST_MAX + 16], where[sizeof(who) + 4];
 
-/* Ends the runner (EOF: it kills what still runs and exits); waits for its
- * channel to close when nobody else holds it. */
-static void runner_end(struct ssh_runner *rn)
-{
-	rn_conn_close(rn->conn);
-	rn->conn = NULL;
-	ssh_conn_put(rn->sc);
-	rn->sc = NULL;
+	snprintf(where, sizeof(where), "on %s", ssh_target_str(&p->target, who, sizeof(who)));
+	p->runner.pool = p;
+	pthread_mutex_init(&p->runner.tlock, NULL);
+	rnc_site_init(&p->runner.site, p->ctx->host, &rsite_ops, &p->runner, where,
+		      p->ctx->runner_on, p->ctx->runner_faults);
 }
 
 void ssh_runner_pool_fini(struct ssh_pool *p)
 {
-	struct ssh_runner *rn = &p->runner;
+	struct ssh_rsite *rs = &p->runner;
+	char how[64];
 
-	if (rn->conn)
-		runner_end(rn);
+	/* EOF: it kills what still runs and exits; its channel closes. */
+	rnc_site_fini(&rs->site);
+	rsite_ended(rs, how, sizeof(how));
 	/* The connection is closed for good: the file is no use any more.
 	 * Without a live connection it stays for the next one to reuse. */
-	if (rn->path[0] && ssh_pool_connected(p))
-		runner_remove(p, rn->path);
-	pthread_mutex_destroy(&rn->lock);
-	pthread_mutex_destroy(&rn->tlock);
+	if (rs->site.path[0] && ssh_pool_connected(p))
+		runner_remove(p, rs->site.path);
+	pthread_mutex_destroy(&rs->tlock);
 }
 
-/* Logs how the previous runner ended and lets it go. */
-static void runner_obituary(struct ssh_pool *p)
+void ssh_runner_cmd(const struct ssh_run *r, struct rnc_cmd *c)
 {
-	struct ssh_runner *rn = &p->runner;
-	char why[200] = "", status[64], who[SSH_USER_MAX + SSH_HOST_MAX + 16];
-
-	rn_conn_alive(rn->conn, why, sizeof(why));
-	runner_end(rn); /* its status is known once the channel closed */
-	pthread_mutex_lock(&rn->tlock);
-	snprintf(status, sizeof(status), "%s", rn->status);
-	pthread_mutex_unlock(&rn->tlock);
-	snprintf(rn->why, sizeof(rn->why), "%s", why);
-	ssh_log(p->ctx, SG_LOG_WARNING, "runner on %s ended (%s%s%s): starting a new one",
-		runner_who(p, who, sizeof(who)), why, status[0] ? "; " : "", status);
-}
-
-/* Called with rn->lock held: a fresh runner, the fallback decided, or an
- * error for this call (the host is unreachable: try again next time). */
-static int runner_restart_locked(struct ssh_pool *p, struct sg_err *err)
-{
-	struct ssh_runner *rn = &p->runner;
-	char why[sizeof(rn->why)], who[SSH_USER_MAX + SSH_HOST_MAX + 16];
-	int64_t t0 = ssh_now_ms();
-	struct rn_hello h;
-	int rc;
-
-	if (rn->conn) {
-		runner_obituary(p);
-		rn->restarts++;
-	}
-	runner_who(p, who, sizeof(who));
-	rc = runner_start(p, &rn->conn, &rn->sc, why, sizeof(why), err);
-	if (rc < 0)
-		return -1;
-	if (rc > 0) {
-		rn->state = SSH_RUNNER_FALLBACK;
-		snprintf(rn->why, sizeof(rn->why), "%s", why);
-		ssh_log(p->ctx, SG_LOG_WARNING, "the runner cannot run on %s, so its commands use "
-			"plain exec (slower): %s", who, why);
-		return 1;
-	}
-	rn->state = SSH_RUNNER_ACTIVE;
-	rn->start_ms = ssh_now_ms() - t0;
-	rn_conn_hello(rn->conn, &h);
-	ssh_log(p->ctx, SG_LOG_INFO, "runner %s on %s: pid %ld, build %s, started in %lld ms%s",
-		rn->path, who, h.pid, h.build_id, (long long)rn->start_ms,
-		rn->restarts ? " (restarted)" : "");
-	return 0;
-}
-
-int ssh_runner_get(struct ssh_pool *p, struct ssh_rlink *l, struct sg_err *err)
-{
-	struct ssh_runner *rn = &p->runner;
-	int rc = 1;
-
-	l->rc = NULL;
-	l->sc = NULL;
-	if (!p->ctx->runner_on)
-		return 1;
-	pthread_mutex_lock(&rn->lock);
-	if (rn->state == SSH_RUNNER_FALLBACK || rn->state == SSH_RUNNER_OFF)
-		goto out;
-	if (!rn->conn || !rn_conn_alive(rn->conn, NULL, 0)) {
-		rc = runner_restart_locked(p, err);
-		if (rc != 0)
-			goto out;
-	}
-	rn_conn_ref(rn->conn);
-	ssh_conn_get(rn->sc);
-	l->rc = rn->conn;
-	l->sc = rn->sc;
-	rc = 0;
-out:
-	pthread_mutex_unlock(&rn->lock);
-	return rc;
-}
-
-void ssh_runner_put(struct ssh_rlink *l)
-{
-	if (l->rc)
-		rn_conn_put(l->rc);
-	if (l->sc)
-		ssh_conn_put(l->sc);
-	l->rc = NULL;
-	l->sc = NULL;
-}
-
-bool ssh_rlink_dropped(struct ssh_rlink *l, char *why, size_t n)
-{
-	return l->sc && ssh_conn_dropped(l->sc, why, n);
+	*c = (struct rnc_cmd){ .command = r->command, .argv = r->argv, .env = r->env,
+			       .cwd = r->cwd, .timeout_ms = r->timeout_ms, .cap = r->cap };
 }

@@ -755,6 +755,86 @@ static int ssh_remove_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	return rc ? ssh_sftp_fail(so, rc, what, err) : 0;
 }
 
+/* ---- keeping an unjailed sandbox's file tools in its directory ----------------------------- */
+
+struct ssh_confine_args {
+	const char *dir;      /* the sandbox directory */
+	const char *path;     /* what a file slot is about to touch */
+	bool parent;          /* the path itself may be a link (stat, remove, a write
+				 that replaces it): its directory must be inside */
+};
+
+/* realpath on the server of path, or of its nearest existing ancestor (a
+ * write may make the rest): the canonical path into out. */
+static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
+{
+	char cur[SSH_PATH_MAX];
+	char *slash;
+	int rc;
+
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (;;) {
+		SSH_CALL(&so->op, rc, libssh2_sftp_symlink_ex(so->sftp, cur, (unsigned)strlen(cur), out,
+							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
+		if (rc >= 0) {
+			out[rc] = '\0';
+			return 0;
+		}
+		*rcp = rc;
+		/* Servers word a missing path variously (no such file, failure):
+		 * any refusal of the server means "try the directory above". */
+		if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || !(slash = strrchr(cur, '/')) || slash == cur)
+			return -1;
+		*slash = '\0';
+	}
+}
+
+/* True when canon is dir or beneath it, compared component by component. */
+static bool ssh_beneath(const char *canon, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
+}
+
+static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
+{
+	const struct sg_host_api *host = so->pool->ctx->host;
+	struct ssh_confine_args *ca = ud;
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], what[SSH_WHAT_MAX], tmp[SSH_PATH_MAX];
+	const char *last, *target = ca->path;
+	int rc = 0;
+
+	snprintf(what, sizeof(what), "resolving '%s'", ca->path);
+	if (ssh_realpath(so, ca->dir, dir, sizeof(dir), &rc) < 0)
+		return ssh_sftp_fail(so, rc, what, err);
+	if (ca->parent) {
+		last = strrchr(ca->path, '/');
+		if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
+			return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
+					  "%s", ca->path, ca->dir);
+		snprintf(tmp, sizeof(tmp), "%.*s", (int)(last - ca->path), ca->path);
+		target = tmp[0] ? tmp : "/";
+	}
+	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
+		return ssh_sftp_fail(so, rc, what, err);
+	if (!ssh_beneath(canon, dir))
+		return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
+				  "on a host without isolation the file tools keep to the sandbox's "
+				  "directory", ca->path, canon, dir);
+	return 0;
+}
+
+int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
+		struct sg_err *err)
+{
+	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
+
+	return ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err);
+}
+
 /* ---- the slots ------------------------------------------------------------------------- */
 
 /* An absolute path: relative ones are under the workspace.  *own is what
@@ -797,7 +877,10 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	if (ssh_slot_path(m, path, &sm, &ra.path, &own, err) < 0)
 		return -1;
 	ra.max = max && max < sm->ctx->file_cap ? max : sm->ctx->file_cap;
-	rc = ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err);
+	if (sm->jail)
+		rc = rnc_file_read(ssh_site_of(sm), ra.path, 0, ra.max, true, call, out, err);
+	else if ((rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
+		rc = ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err);
 	free(own);
 	return rc;
 }
@@ -815,7 +898,10 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
-	else
+	else if (sm->jail)
+		rc = rnc_file_write(ssh_site_of(sm), wa.path, data, len, opts ? opts->mode : 0,
+				    !(opts && opts->no_mkdir), call, err);
+	else if ((rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
 		rc = ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err);
 	free(own);
 	return rc;
@@ -841,7 +927,13 @@ int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, 
 	*entries = NULL;
 	if (ssh_slot_path(m, path, &sm, &la.path, &own, err) < 0)
 		return -1;
-	rc = ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err);
+	if (sm->jail) {
+		rc = rnc_file_list(ssh_site_of(sm), la.path, call, entries, err);
+		free(own);
+		return rc;
+	}
+	if ((rc = ssh_confine(sm, la.path, false, call, err)) == 0)
+		rc = ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err);
 	if (rc == 0)
 		*entries = la.arr;
 	free(own);
@@ -858,7 +950,10 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
-	rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
+	if (sm->jail)
+		rc = rnc_file_stat(ssh_site_of(sm), pa.path, call, st, err);
+	else if ((rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
+		rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
 	free(own);
 	return rc;
 }
@@ -873,8 +968,12 @@ int ssh_file_remove(struct sg_machine *m, const char *path, bool recursive, stru
 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
-	if (strcmp(pa.path, "/") == 0) {
+	if (sm->jail) {
+		rc = rnc_file_remove(ssh_site_of(sm), pa.path, recursive, call, err);
+	} else if (strcmp(pa.path, "/") == 0) {
 		rc = sm->ctx->host->errf(err, SG_E_PERM, "refusing to remove '/'");
+	} else if ((rc = ssh_confine(sm, pa.path, true, call, err)) < 0) {
+		/* outside the directory: refused */
 	} else if (recursive) {
 		const char *argv[] = { "rm", "-rf", "--", pa.path, NULL };
 

@@ -231,12 +231,27 @@ static const struct sg_config_key ssh_config_keys[] = {
 	  .help = "the sandgate-runner binary on this host; default: next to ssh.so, "
 		  "else the installed libexec/sandgate/sandgate-runner",
 	  .env = "SANDGATE_RUNNER" },
+	{ .key = "isolation", .def = "auto", .accepts = "auto|bwrap|none",
+	  .help = "bwrap: each sandbox is a bubblewrap jail on the host (its directory at "
+		  "/workspace its only writable path, the runner inside, its processes "
+		  "ended with it); none: a plain directory, not isolated from the host's "
+		  "other sandboxes (said at create); auto: bwrap where the host has it" },
+	{ .key = "network", .def = "host", .accepts = "none|host",
+	  .help = "a jailed sandbox's network: host shares the host's, none only its own "
+		  "loopback" },
 	{ .key = NULL }
 };
 
 static const char ssh_help[] =
 	"SSH backend: a sandbox is a working directory (mode 0700) under [ssh] root "
-	"on an SSH host; kill_sandbox removes it.  The host is the default target "
+	"on an SSH host; kill_sandbox removes it.  Where the host has bubblewrap "
+	"([ssh] isolation = auto or bwrap) the directory is the /workspace of a jail "
+	"of its own (new namespaces, /usr and a small /etc read-only, nothing else "
+	"of the host writable, other sandboxes invisible) with the runner inside; "
+	"its commands, shells and files go through that runner, and its processes "
+	"end with kill_sandbox and with sandgate's connection.  With isolation = "
+	"none, create_sandbox says the sandboxes of that host are not isolated from "
+	"each other, and the file tools still keep to the directory.  The host is the default target "
 	"([ssh] default_host, default_user, default_port, default_key) or a named one, "
 	"[ssh.target.NAME] with host, port, user, key, root, known_hosts, "
 	"host_key_policy: name it with the create option {\"target\": \"NAME\"} or, "
@@ -247,7 +262,9 @@ static const char ssh_help[] =
 	"program uploaded once per host to $XDG_RUNTIME_DIR/sandgate (else "
 	"~/.cache/sandgate), started on one channel and removed when sandgate "
 	"ends; where it cannot run (another CPU, noexec, no writable place), or "
-	"with [ssh] runner = false, each command opens its own channel.  Host keys are checked against [ssh] known_hosts (strict by "
+	"with [ssh] runner = false, each command opens its own channel.  run_code's "
+	"python and javascript kernels live in that runner too, one per sandbox and "
+	"language, ended with the sandbox.  Host keys are checked against [ssh] known_hosts (strict by "
 	"default).  One connection carries up to MaxSessions channels; more "
 	"concurrent calls open more connections.  RSA keys need SHA-1 signatures "
 	"with libssh2 1.10, which OpenSSH 8.8+ refuses: use ed25519 or ECDSA keys.";
@@ -263,6 +280,10 @@ static const struct sg_config_key ssh_target_keys[] = {
 	{ .key = "known_hosts", .help = "known_hosts file (default [ssh] known_hosts)" },
 	{ .key = "host_key_policy", .accepts = "strict|accept-new|off",
 	  .help = "host key policy (default [ssh] host_key_policy)" },
+	{ .key = "isolation", .accepts = "auto|bwrap|none",
+	  .help = "sandbox isolation on this target (default [ssh] isolation)" },
+	{ .key = "network", .accepts = "none|host",
+	  .help = "a jailed sandbox's network on this target (default [ssh] network)" },
 	{ .key = NULL }
 };
 
@@ -289,7 +310,7 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.machine_list = ssh_machine_list,
 	/* no expiry group: directories have no backend-side expiry */
 	.exec = ssh_exec,
-	/* no code group: the core writes the code and runs the interpreter */
+	.run_code = ssh_run_code,
 	.stream_open = ssh_stream_open,
 	.stream_write = ssh_stream_write,
 	.stream_read = ssh_stream_read,

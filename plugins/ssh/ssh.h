@@ -13,9 +13,10 @@
  *   stream.c   interactive streams (stdin open, stderr merged)
  *   sftp.c     files through SFTP
  *   machine.c  sandboxes: working directories under the root, state files
- *   runner.c   sandgate-runner on each target: upload, start, restart,
- *              fallback, removal; its channel as the runner's transport
- *   rexec.c    commands and streams through the runner
+ *   runner.c   sandgate-runner on each target: upload, start, removal;
+ *              its channel as the runner's transport (its life, commands
+ *              and streams through it: plugins/runner/rclient.h)
+ *   code.c     run_code on the runner's kernels, one per sandbox and language
  *
  * Threading model.  A libssh2 session is not thread-safe, and in
  * non-blocking mode one session carries many channels.  Every call into
@@ -44,6 +45,8 @@
 
 #include "plugins/runner/binary.h"
 #include "plugins/runner/client.h"
+#include "plugins/runner/rclient.h"
+#include "plugins/runner/rcode.h"
 
 #define SSH_PLUGIN "ssh"
 
@@ -54,6 +57,9 @@
 #define SSH_USER_MAX 128
 
 enum ssh_policy { SSH_POLICY_STRICT = 0, SSH_POLICY_ACCEPT_NEW, SSH_POLICY_OFF };
+
+/* [ssh] isolation: auto is bwrap where the host has it, else none. */
+enum ssh_isolation { SSH_ISO_AUTO = 0, SSH_ISO_BWRAP, SSH_ISO_NONE };
 
 /* A resolved target: where and how to connect.  A plain value, copied. */
 struct ssh_target {
@@ -67,6 +73,8 @@ struct ssh_target {
 	enum ssh_policy policy;
 	unsigned connect_timeout_s;
 	unsigned keepalive_s;             /* 0: off */
+	enum ssh_isolation isolation;     /* [ssh] isolation, per target too */
+	bool network_host;                /* [ssh] network = host: jails share the host's */
 	const char *passphrase;           /* borrowed from the config; never logged */
 };
 
@@ -89,10 +97,16 @@ struct ssh_ctx {
 	char bin_why[256];                /* why it could not be read */
 };
 
+struct ssh_rsite;
+
 /* m->handle: allocated by create()/attach(), freed by machine_release(). */
 struct ssh_machine {
 	struct ssh_ctx *ctx;              /* borrowed */
 	struct ssh_pool *pool;            /* borrowed: pools live until fini */
+	struct ssh_rsite *jail;           /* a jailed sandbox's own runner site
+					     (owned), or NULL: isolation none */
+	char dir[SSH_PATH_MAX];           /* the sandbox directory on the host */
+	struct rnc_kstate code;           /* its kernels' runners (code.c) */
 };
 
 /* ---- ssh.c ------------------------------------------------------------------ */
@@ -164,28 +178,24 @@ struct ssh_conn {
 	struct ssh_conn *next;
 };
 
-enum ssh_runner_state {
-	SSH_RUNNER_IDLE = 0,              /* not started yet, or ended: start on the next call */
-	SSH_RUNNER_ACTIVE,
-	SSH_RUNNER_FALLBACK,              /* it cannot run on this host: plain exec, for good */
-	SSH_RUNNER_OFF                    /* [ssh] runner = false */
-};
-
-/* The sandgate-runner of one target (runner.c), part of its pool. */
-struct ssh_runner {
-	pthread_mutex_t lock;             /* one start at a time; guards the fields */
-	pthread_mutex_t tlock;            /* guards note and status (after lock) */
-	enum ssh_runner_state state;
-	struct rn_conn *conn;             /* the opener's reference, or NULL */
-	struct ssh_conn *sc;              /* a reference on the connection carrying it */
-	char path[SSH_PATH_MAX];           /* its file on the host, "" when none is there */
-	char why[256];                    /* why the last one ended, or why it cannot run */
+/* A place a runner lives on a target (runner.c): the one runner client's
+ * site (plugins/runner/rclient.h) and what the SSH side of it keeps. */
+struct ssh_rsite {
+	struct rnc_site site;
+	struct ssh_pool *pool;            /* borrowed: pools live until fini */
+	pthread_mutex_t tlock;            /* guards the fields below */
+	struct ssh_conn *sc;              /* a reference on the connection carrying
+					     the runner, or NULL */
 	/* Written by the transport (its reader thread, its free()), read by the
 	 * starter after a start failed or the runner ended: */
 	char note[200];                   /* the last line it wrote on stderr */
 	char status[64];                  /* how its channel ended: "exit status 1" */
-	unsigned restarts;
-	int64_t start_ms;
+	/* A jailed sandbox's site (runner.c, ssh_jail_new()); the pool's has
+	 * jailed false: */
+	bool jailed;
+	char dir[SSH_PATH_MAX];           /* the sandbox directory: /workspace */
+	char etc[SSH_PATH_MAX];           /* its passwd, group, hosts, hostname */
+	char hostname[64];
 };
 
 /* The connections to one target. */
@@ -199,7 +209,11 @@ struct ssh_pool {
 	unsigned max_slots;               /* the server's limit once learned: new
 					     connections start with it */
 	bool off_warned;                  /* host_key_policy = off was logged */
-	struct ssh_runner runner;
+	struct ssh_rsite runner;           /* the target's runner */
+	/* What the host has for jails (machine.c), found once; guarded by lock: */
+	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
+	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
+	bool unjailed_warned;             /* isolation none was logged */
 	struct ssh_pool *next;
 };
 
@@ -426,6 +440,13 @@ sg_file_write_fn ssh_file_write;
 sg_file_list_fn ssh_file_list;
 sg_file_stat_fn ssh_file_stat;
 sg_file_remove_fn ssh_file_remove;
+/* For a sandbox without isolation: 0 when path, canonicalised on the host
+ * (realpath of it or its nearest existing ancestor; with parent, of its
+ * directory: the path itself may be a link the slot does not follow),
+ * stays inside the sandbox directory, compared component by component;
+ * else -1 with SG_E_PERM. */
+int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
+		struct sg_err *err);
 /* Writes a whole file on the pool's host (atomic: temporary name, then
  * rename), mode for a new file; the directory must exist. */
 int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t len,
@@ -449,13 +470,6 @@ struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *er
 
 /* ---- runner.c ----------------------------------------------------------------- */
 
-/* A runner to use: references on its connection and on the SSH connection
- * under it, both dropped by ssh_runner_put(). */
-struct ssh_rlink {
-	struct rn_conn *rc;
-	struct ssh_conn *sc;
-};
-
 /* Reads [ssh] runner and the test hook; frees the binary at teardown. */
 void ssh_runner_setup(struct ssh_ctx *ctx);
 void ssh_runner_teardown(struct ssh_ctx *ctx);
@@ -463,34 +477,28 @@ void ssh_runner_teardown(struct ssh_ctx *ctx);
  * from the host (the connection is closed for good). */
 void ssh_runner_pool_init(struct ssh_pool *p);
 void ssh_runner_pool_fini(struct ssh_pool *p);
-/* The pool's runner, started (or restarted) when needed.  Returns 0 with
- * l filled, 1 when commands use plain exec on this target (off, or it
- * cannot run there: said once in the log), -1 with err when the host is
- * unreachable. */
-int ssh_runner_get(struct ssh_pool *p, struct ssh_rlink *l, struct sg_err *err);
-void ssh_runner_put(struct ssh_rlink *l);
-/* True when the SSH connection under l is gone (why: its reason). */
-bool ssh_rlink_dropped(struct ssh_rlink *l, char *why, size_t n);
 
-/* ---- rexec.c ------------------------------------------------------------------ */
+/* ---- code.c ------------------------------------------------------------------- */
 
-/* Runs r through the pool's runner.  Returns as ssh_run(), or 1 when there
- * is no runner (the caller uses ssh_run()). */
-int ssh_rexec(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *call,
-	      struct sg_exec_result *res, struct sg_err *err);
+/* run_code on the machine's runner (the target's, or its jail's): a kernel
+ * per sandbox (scope: its id) and language; SG_E_NOTSUP without a runner or
+ * for another language. */
+sg_run_code_fn ssh_run_code;
+/* Ends the machine's kernels, when a runner runs (never starts one). */
+void ssh_code_end(struct sg_machine *m);
 
-struct ssh_rstream;
+/* The runner command of r: cwd, env, timeout and cap as they are. */
+void ssh_runner_cmd(const struct ssh_run *r, struct rnc_cmd *c);
 
-/* A stream through the runner: stdin open, stderr merged, and with
- * status_fd >= 3 a status fd.  Returns 0, -1 with err, or 1 without a
- * runner. */
-int ssh_rstream_open(struct ssh_pool *p, const struct ssh_run *r, int status_fd,
-		     struct ssh_rstream **out, struct sg_err *err);
-ssize_t ssh_rstream_write(struct ssh_rstream *rs, const void *p, size_t n, struct sg_err *err);
-/* channel (may be NULL) gets SG_STREAM_OUTPUT or SG_STREAM_STATUS. */
-ssize_t ssh_rstream_read(struct ssh_rstream *rs, void *p, size_t n, int timeout_ms,
-			 int *channel, struct sg_err *err);
-/* Closes stdin, waits a moment for the end (else kills the group), frees rs. */
-void ssh_rstream_close(struct ssh_rstream *rs, int *exit_code);
+/* A jailed sandbox's runner site: its runner starts inside a bwrap jail on
+ * the host, over dir (seen as /workspace), with the passwd, group, hosts
+ * and hostname files of etc; where names it in messages.  NULL with err.
+ * Freed by ssh_jail_free(), which ends the jail. */
+struct ssh_rsite *ssh_jail_new(struct ssh_pool *p, const char *id, const char *dir,
+			       const char *etc, struct sg_err *err);
+void ssh_jail_free(struct ssh_rsite *rs);
+
+/* The runner site a machine's commands, shells and (jailed) files use. */
+struct rnc_site *ssh_site_of(struct ssh_machine *sm);
 
 #endif /* SG_SSH_SSH_H */

@@ -1,6 +1,6 @@
 /*
  * Interactive streams (persistent shells).  Through the target's runner
- * when it has one (rexec.c): a SPAWN with stdin open and stderr merged, and
+ * when it has one (plugins/runner/rclient.h): a SPAWN with stdin open and stderr merged, and
  * for stream_open_status a status fd of its own.  Otherwise a session
  * channel with stdin open, stderr merged into stdout by the wrapper
  * (`exec 2>&1`, so the reader sees both in order), no pty.  Either way the
@@ -25,7 +25,7 @@
 
 struct sg_stream {
 	struct ssh_pool *pool;        /* borrowed */
-	struct ssh_rstream *rs;       /* through the runner (owned), else NULL and: */
+	struct rnc_stream *rs;        /* through the runner (owned), else NULL and: */
 	struct ssh_conn *c;           /* a reference and a slot, given back at close */
 	LIBSSH2_CHANNEL *ch;          /* owned */
 	pthread_mutex_t rlock;        /* one reader at a time: guards below */
@@ -147,15 +147,18 @@ static int ssh_stream_req(struct sg_machine *m, struct ssh_machine *sm,
 static int ssh_stream_runner(struct ssh_machine *sm, const struct ssh_run *r, int status_fd,
 			     struct sg_stream **out, struct sg_err *err)
 {
-	struct ssh_rstream *rs = NULL;
+	struct rnc_stream *rs = NULL;
 	struct sg_stream *s;
-	int rc = ssh_rstream_open(sm->pool, r, status_fd, &rs, err);
+	struct rnc_cmd c;
+	int rc;
 
+	ssh_runner_cmd(r, &c);
+	rc = rnc_stream_open(ssh_site_of(sm), &c, status_fd, &rs, err);
 	if (rc != 0)
 		return rc;
 	s = calloc(1, sizeof(*s)); /* freed by ssh_stream_close() */
 	if (!s) {
-		ssh_rstream_close(rs, NULL);
+		rnc_stream_close(rs);
 		return sm->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	}
 	s->pool = sm->pool;
@@ -251,7 +254,7 @@ ssize_t ssh_stream_write(struct sg_stream *s, const void *p, size_t n, struct sg
 	ssize_t rc = 0;
 
 	if (s->rs)
-		return ssh_rstream_write(s->rs, p, n, err);
+		return rnc_stream_write(s->rs, p, n, err);
 	ssh_op_init(&op, s->c, NULL, -1);
 	if (ssh_op_begin(&op) < 0) {
 		ssh_op_end(&op);
@@ -288,7 +291,7 @@ ssize_t ssh_stream_read(struct sg_stream *s, void *p, size_t n, int timeout_ms, 
 	if (n == 0)
 		return 0;
 	if (s->rs)
-		return ssh_rstream_read(s->rs, p, n, timeout_ms, NULL, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, NULL, err);
 	pthread_mutex_lock(&s->rlock);
 	if (s->pos == s->len) {
 		if (s->eof) {
@@ -316,7 +319,7 @@ ssize_t ssh_stream_read_ch(struct sg_stream *s, void *p, size_t n, int timeout_m
 {
 	*channel = SG_STREAM_OUTPUT;
 	if (s->rs)
-		return ssh_rstream_read(s->rs, p, n, timeout_ms, channel, err);
+		return rnc_stream_read(s->rs, p, n, timeout_ms, channel, err);
 	return ssh_stream_read(s, p, n, timeout_ms, err);
 }
 
@@ -348,7 +351,9 @@ int ssh_stream_close(struct sg_stream *s, int *exit_code)
 	if (!s)
 		return 0;
 	if (s->rs) {
-		ssh_rstream_close(s->rs, exit_code);
+		code = rnc_stream_close(s->rs);
+		if (exit_code)
+			*exit_code = code;
 		pthread_mutex_destroy(&s->rlock);
 		free(s);
 		return 0;

@@ -205,6 +205,14 @@ int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target 
 		path[strlen(path) - 1] = '\0';
 	if (ssh_copy(ctx, t->root, sizeof(t->root) - 32, path, "root", err) < 0)
 		return -1;
+	v = ssh_tget(ctx, sec, "isolation", "isolation");
+	t->isolation = !v || !*v || strcmp(v, "auto") == 0 ? SSH_ISO_AUTO :
+		       strcmp(v, "bwrap") == 0 ? SSH_ISO_BWRAP : SSH_ISO_NONE;
+	if (v && *v && strcmp(v, "auto") && strcmp(v, "bwrap") && strcmp(v, "none"))
+		return ctx->host->errf(err, SG_E_INVAL, "ssh: isolation = %s of target '%s': use "
+				       "auto, bwrap or none", v, t->name);
+	v = ssh_tget(ctx, sec, "network", "network");
+	t->network_host = !v || !*v || strcmp(v, "host") == 0;
 	t->connect_timeout_s = ssh_uint(ctx, "connect_timeout", 10);
 	if (t->connect_timeout_s == 0)
 		t->connect_timeout_s = 10;

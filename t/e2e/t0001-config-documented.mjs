@@ -25,7 +25,7 @@ function sections(text, commented) {
 }
 
 t.run(async () => {
-  const r = await runCli(['--set', 'plugin.load=docker,ssh,fc', 'config']);
+  const r = await runCli(['--set', 'plugin.load=docker,ssh,fc,local', 'config']);
   t.is(r.code, 0, 'sandgate config exits 0', { stderr: r.stderr });
   const have = sections(r.stdout, false);
   t.cmp(have.size, '>=', 10, `sandgate config lists ${have.size} sections`);

@@ -56,12 +56,12 @@ t.run(async () => {
     t.is(r.code, 0, `${how}: sandgate config exits 0`, { stderr: r.stderr.slice(-1500) });
     const ps = plugins(r.stdout);
     // [plugin] dir first, then the path, each directory in name order
-    t.deepEqual(ps.slice(0, 5).map((p) => p.name), ['docker', 'fc', 'ssh', 'fakeoff', 'fakepref'],
+    t.deepEqual(ps.slice(0, 6).map((p) => p.name), ['docker', 'fc', 'local', 'ssh', 'fakeoff', 'fakepref'],
       `${how}: the plugins of both directories are loaded, the plugin dir first`);
     const pref = ps.find((p) => p.name === 'fakepref');
     const off = ps.find((p) => p.name === 'fakeoff');
     t.is(pref?.path, path.join(links, 'fakepref.so'), `${how}: fakepref is loaded through its symlink`);
-    t.is(pref?.abi, '2.0', `${how}: fakepref is an ABI 2.0 plugin`);
+    t.is(pref?.abi, '2.1', `${how}: fakepref is an ABI 2.1 plugin (built with this header)`);
     t.is(pref?.preference, 100, `${how}: fakepref is usable with preference 100`);
     t.is(off?.path, path.join(links, 'fakeoff.so'), `${how}: fakeoff is loaded through its symlink`);
     t.is(off?.why, OFF_WHY('fakeoff'), `${how}: config says fakeoff is not usable, and why`);
@@ -108,7 +108,7 @@ t.run(async () => {
   t.is(found.code, 0, 'a group-writable plugin found by discovery does not stop sandgate', { stderr: found.stderr.slice(-1500) });
   t.ok(found.stderr.includes(`warning: skipping ${gwFile}: ${refusal}\n`), '... it is skipped with a warning that says why', { stderr: found.stderr.slice(-1500) });
   const fps = plugins(found.stdout);
-  t.deepEqual(fps.slice(0, 4).map((p) => p.name), ['docker', 'fc', 'ssh', 'fakepref'], '... and the others still load');
+  t.deepEqual(fps.slice(0, 5).map((p) => p.name), ['docker', 'fc', 'local', 'ssh', 'fakepref'], '... and the others still load');
   t.ok(!fps.some((p) => p.name === 'fakeoff'), '... without it');
   t.like(defaultLine(found.stdout), /^; default backend: fakepref \(/, '... and the default is still chosen among them');
 }, { timeout: 120 });

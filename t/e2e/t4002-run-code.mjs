@@ -1,5 +1,7 @@
 // run_code: python (the default), javascript, shell; exit codes and stderr;
-// a language whose interpreter the image lacks is a clear isError.
+// an exception in error (a kernel) or on stderr (stateful: false, no
+// runner); a language whose interpreter the image lacks is a clear isError.
+// State across calls: t4507.
 import { t, preflight, sdkClient, errorText } from '../lib/sg.mjs';
 
 t.run(async () => {
@@ -37,7 +39,13 @@ t.run(async () => {
   const exc = await srv.call('run_code', { code: 'raise ValueError("boom")' });
   t.ok(!exc.isError, 'python exception: a result, not isError');
   t.isnt(exc.structuredContent?.exit_code, 0, 'python exception: non-zero exit_code');
-  t.like(exc.structuredContent?.stderr, /ValueError: boom/, 'python exception: traceback on stderr');
+  const e = exc.structuredContent ?? {};
+  if (e.stateful) {
+    t.hasFields(e.error ?? {}, { name: 'ValueError', value: 'boom' }, 'python exception in a kernel: error {name, value}');
+    t.like(e.error?.traceback ?? '', /ValueError: boom/, 'python exception in a kernel: its traceback');
+  } else {
+    t.like(e.stderr, /ValueError: boom/, 'python exception without a kernel: traceback on stderr');
+  }
 
   const multi = await srv.tool('run_code', { code: 'x = "héllo ✓"\nfor i in range(3):\n    print(i, x)\n' });
   t.is(multi.stdout, '0 héllo ✓\n1 héllo ✓\n2 héllo ✓\n', 'python: multi-line code with UTF-8 text');

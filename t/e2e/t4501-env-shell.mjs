@@ -6,7 +6,7 @@
 // replaced with previous_shell, head/tail truncation at UTF-8 boundaries.
 //
 // The body is a function of the backend: SG_TEST_BACKEND=docker (default),
-// ssh or fc.  It runs once per completion mode the backend has: on Docker
+// ssh, fc or local.  It runs once per completion mode the backend has: on Docker
 // with the runner (the end marker on the shell's fd 3, "status_fd") and
 // with SANDGATE_DOCKER_RUNNER=false (markers in the output, "in_band");
 // SSH likewise once ssh.so has its runner, else in-band; FC is in-band.
@@ -43,6 +43,10 @@ const backends = {
     },
   },
   fc: { ...base.fc, modes: IN_BAND },
+  // local's runner is its jail's first process: there is no other way in;
+  // so is a jailed SSH sandbox's
+  local: { ...base.local, modes: [{ completion: 'status_fd', env: {} }] },
+  sshjail: { ...base.sshjail, modes: [{ completion: 'status_fd', env: {} }] },
 };
 
 const MARKER = /[0-9a-f]{32}:[SEJB]/;

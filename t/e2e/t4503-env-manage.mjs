@@ -4,7 +4,8 @@
 // unknown actions; one registry and one default for both tool
 // families; persistent machines: named, owned by the credential, kept after
 // the session ends and found by the next sandgate process; ephemeral
-// sandboxes stay private to their session.
+// sandboxes stay private to their session.  What must outlive a process
+// lives in the machine's workspace (a local jail's /tmp is its own).
 //
 // The body is a function of the backend (SG_TEST_BACKEND, default docker).
 import { t, preflight, sdkClient, rawServer, resultData, errorText, docker, trackSandbox } from '../lib/sg.mjs';
@@ -103,11 +104,11 @@ async function body(srv, be) {
   const mc = await env(srv, 'machine_create', { name, backend: be.name, purpose: 'e2e persistent' });
   trackSandbox(mc.sandbox_id);
   t.hasFields(mc, { name, status: 'running', backend: be.name }, 'machine_create: a persistent machine');
-  t.is((await srv.tool('run_command', { command: `echo by-name > /tmp/mark-${process.pid}; echo ok`, sandbox_id: name })).stdout, 'ok\n',
+  t.is((await srv.tool('run_command', { command: `echo by-name > mark-${process.pid}; echo ok`, sandbox_id: name })).stdout, 'ok\n',
     'a cloud tool takes the machine name as sandbox_id');
-  t.is((await srv.tool('sandbox_file_read', { path: `/tmp/mark-${process.pid}`, machine: name })).output, '1|by-name\n', 'and machine= takes it too');
+  t.is((await srv.tool('sandbox_file_read', { path: `mark-${process.pid}`, machine: name })).output, '1|by-name\n', 'and machine= takes it too');
   t.hasFields(await env(srv, 'default_set', { machine: name }), { default_machine: mc.sandbox_id }, 'default_set machine');
-  t.is((await srv.tool('run_command', { command: `cat /tmp/mark-${process.pid}` })).stdout, 'by-name\n', 'default_set changed the default of the cloud tools too');
+  t.is((await srv.tool('run_command', { command: `cat mark-${process.pid}` })).stdout, 'by-name\n', 'default_set changed the default of the cloud tools too');
   const ml = await env(srv, 'machine_list');
   t.hasFields(ml.machines.find((m) => m.name === name) ?? {}, { persistent: true, purpose: 'e2e persistent', is_default: true }, 'machine_list: the persistent machine');
   const dup = await srv.call('sandbox_env', { action: 'machine_create', params: { name } });
@@ -160,7 +161,7 @@ t.run(async () => {
   const other = await sdkClient(be.args, be.env);
   const priv = await other.call('run_command', { command: 'true', sandbox_id: sid });
   t.ok(priv.isError, "another session cannot use this session's ephemeral sandbox");
-  t.is((await other.tool('run_command', { command: `cat /tmp/mark-${process.pid}`, sandbox_id: name })).stdout, 'by-name\n',
+  t.is((await other.tool('run_command', { command: `cat mark-${process.pid}`, sandbox_id: name })).stdout, 'by-name\n',
     'another process of the same credential finds the persistent machine by name');
   await other.close();
 
@@ -175,7 +176,7 @@ t.run(async () => {
   const again = await sdkClient(be.args, be.env);
   const ml = await again.tool('sandbox_env', { action: 'machine_list' });
   t.ok(ml.machines.some((m) => m.name === name && m.persistent), 'after a restart machine_list has the persistent machine', ml);
-  t.is((await again.tool('sandbox_shell_exec', { command: `cat /tmp/mark-${process.pid}`, machine: name })).output, 'by-name\n', 'and it still holds its files');
+  t.is((await again.tool('sandbox_shell_exec', { command: `cat mark-${process.pid}`, machine: name })).output, 'by-name\n', 'and it still holds its files');
   t.hasFields(await again.tool('sandbox_env', { action: 'machine_remove', params: { machine: name } }), { status: 'removed' }, 'machine_remove');
   t.ok(!(await again.tool('sandbox_env', { action: 'machine_list' })).machines.some((m) => m.name === name), 'it is gone from machine_list');
   await again.close();

@@ -4,16 +4,17 @@
 // (<state dir>/audit.key) and the length, never the text; two
 // sandgate processes share the file; sandbox_audit_query filters, pages and
 // refuses bad bounds with the reference's messages.  Checked with the
-// sqlite3 CLI on the file itself.
+// sqlite3 CLI on the file itself.  The body runs on the backend of
+// SG_TEST_BACKEND (default docker).
 import { createHmac } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { t, preflight, sdkClient, errorText, tmpdir } from '../lib/sg.mjs';
+import { backendFromEnv } from '../lib/backends.mjs';
 
 const execFileP = promisify(execFile);
-const backends = { docker: { name: 'docker', args: [], env: {} } };
 
 async function sql(db, q) {
   const { stdout } = await execFileP('sqlite3', ['-json', db, q]);
@@ -21,8 +22,9 @@ async function sql(db, q) {
 }
 
 t.run(async () => {
-  const be = backends[process.env.SG_TEST_BACKEND || 'docker'];
+  const be = backendFromEnv();
   await preflight({ docker: be.name === 'docker' });
+  Object.assign(be, await be.setup());
   try {
     await execFileP('sqlite3', ['-version']);
   } catch {

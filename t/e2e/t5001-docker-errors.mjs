@@ -26,8 +26,9 @@ t.run(async () => {
   t.is(r.structuredContent?.stdout, 'still here\n', 'and runs commands in a new default sandbox');
   await srv.close();
 
-  // the daemon's socket does not exist: the error names it and says dockerd is not running
-  const down = await runCli(['--set', 'docker.host=unix:///run/sandgate-test-no-docker.sock', 'call', 'run_command', '{"command":"true"}']);
+  // the daemon's socket does not exist: the error names it and says dockerd
+  // is not running (docker named as the default: a probe would pick another)
+  const down = await runCli(['--set', 'sandbox.default_backend=docker', '--set', 'docker.host=unix:///run/sandgate-test-no-docker.sock', 'call', 'run_command', '{"command":"true"}']);
   t.is(down.code, 1, 'call exits 1 when the backend is down');
   t.like(down.stderr, /cannot connect to the docker daemon at \/run\/sandgate-test-no-docker\.sock: dockerd is not running/,
     'the error names the socket and that dockerd is not running');

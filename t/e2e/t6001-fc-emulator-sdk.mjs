@@ -71,6 +71,10 @@ t.run(async () => {
   t.is(exec.results[0]?.isMainResult, true, 'runCode: is_main_result');
   const png = await sbx.runCode(`import base64\nclass Img:\n    def _repr_png_(self):\n        return base64.b64decode("${PNG_1X1}")\nImg()`);
   t.is(png.results[0]?.png, PNG_1X1, 'runCode: a png result arrives as base64');
+  await sbx.runCode('y = 41');
+  t.is((await sbx.runCode('y + 1')).results[0]?.text, '42', 'runCode: names persist from call to call (one kernel per sandbox and language)');
+  t.is((await sbx.runCode('typeof y', { language: 'javascript' })).results[0]?.text, "'undefined'",
+    'runCode: each language has its own kernel');
   const boom = await sbx.runCode('1/0');
   t.is(boom.error?.name, 'ZeroDivisionError', 'runCode: an exception is an error with its name');
   const js = await sbx.runCode('[1, 2, 3].length * 2', { language: 'javascript' });

@@ -116,8 +116,8 @@ t.run(async () => {
   const js = await tool('run_code', { code: 'console.log("js"); 1+1', language: 'javascript' });
   t.hasFields(js, { stdout: 'js\n' }, 'run_code javascript');
   const rlang = await call('run_code', { code: 'print(1)', language: 'r' });
-  t.ok(rlang.isError && /language 'r' is not available on template code-interpreter-v1/.test(errorText(rlang)),
-    'run_code r on code-interpreter-v1: a clear error', { text: errorText(rlang) });
+  t.ok(rlang.isError && /no r interpreter in sandbox .* \(it needs Rscript \(R\)\)/.test(errorText(rlang)),
+    'run_code r on code-interpreter-v1 (no R kernel there, no Rscript either): a clear error', { text: errorText(rlang) });
   const ptime = await tool('run_code', { code: 'import time\nprint("a", flush=True)\ntime.sleep(30)', timeout: 2 });
   t.hasFields(ptime, { stdout: 'a\n', exit_code: 124 }, 'run_code timeout: the partial output, exit 124');
 

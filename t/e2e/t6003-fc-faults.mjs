@@ -71,6 +71,9 @@ t.run(async () => {
   t.is((await ops('files.read')).length - before, 1, 'the read was not re-sent');
 
   // ---- non-idempotent: never re-sent ----
+  // run_code's first Python call gives the kernel its output_files hook
+  // (an /execute of its own): done here, so each fault below meets the call's.
+  t.ok(!(await call('run_code', { code: '1' })).isError, 'run_code works before the faults');
   const nonIdem = [
     ['create', 'create_sandbox', {}, { status: 503, message: 'no capacity' }, /HTTP 503.*no capacity/],
     ['create', 'create_sandbox', {}, { status: 429, retryAfter: 1, message: 'too many' }, /HTTP 429.*too many/],

@@ -70,7 +70,7 @@ t.run(async () => {
     { name: 'http', url: 'http://127.0.0.1:8010/mcp', bearer_tokens: ['environment SANDGATE_SERVER_AUTH_TOKENS'] }],
   'transports: stdio, and http with its URL and where its tokens come from');
 
-  t.is(st.plugins?.dir, fs.realpathSync(process.env.SANDGATE_PLUGIN_DIR), 'plugins.dir');
+  t.is(st.plugins?.path?.[0], process.env.SANDGATE_PLUGIN_DIR, 'plugins.path: [plugin] dir first');
   t.deepEqual((st.plugins?.loaded ?? []).map((p) => [p.name, p.abi, typeof p.version, p.path]),
     [['docker', abi, 'string', path.join(process.env.SANDGATE_PLUGIN_DIR, 'docker.so')],
       ['fc', abi, 'string', path.join(process.env.SANDGATE_PLUGIN_DIR, 'fc.so')]],
@@ -85,8 +85,10 @@ t.run(async () => {
   const docker = (st.backends ?? []).find((b) => b.name === 'docker');
   t.ok(docker && docker.usable !== true && typeof docker.why === 'string' && docker.why.length > 0,
     'backends: docker with its engine out of reach is not reported usable, and says why', docker);
-  t.deepEqual(st.default_backend, { name: 'docker', loaded: true, usable: docker?.usable, why: docker?.why, ok: docker?.usable !== false },
-    'default_backend: docker, loaded, with its usability');
+  // no default_backend set: chosen by the probes, and none is usable here
+  t.hasFields(st.default_backend ?? {}, { name: null, loaded: false, usable: false, source: 'probe', ok: false },
+    'default_backend: none usable (the engine is out of reach, the FC endpoint too)');
+  t.like(st.default_backend?.why ?? '', /no backend is usable: .*docker: cannot connect/, '... and why, backend by backend');
   t.is(r.code, st.default_backend?.ok ? 0 : 1, `exit status ${r.code}: 0 exactly when the default backend is not known to be unusable`);
   t.is(st.exit_status, r.code, 'exit_status is the exit status');
 
@@ -113,10 +115,10 @@ t.run(async () => {
   const bad = await runCli([...DOWN, '--set', 'plugin.load=docker,nosuch', 'status', '--json'], ENV);
   const bs = parse(bad, 'a missing plugin');
   t.deepEqual((bs.plugins?.failed ?? []).map((f) => f.name), ['nosuch'], 'plugins.failed names the plugin that did not load');
-  t.like(bs.plugins?.failed?.[0]?.error ?? '', /cannot find .*nosuch\.so/, '... with the loader\'s message');
+  t.like(bs.plugins?.failed?.[0]?.error ?? '', /plugin 'nosuch' \(\[plugin\] load\) is not on the plugin path/, '... with the loader\'s message');
   t.deepEqual((bs.plugins?.loaded ?? []).map((p) => p.name), ['docker'], '... and the others are still loaded');
 
-  const ssh = await runCli([...DOWN, '--set', 'sandbox.default_backend=ssh', 'status', '--json'], ENV);
+  const ssh = await runCli([...DOWN, '--set', 'plugin.load=docker,fc', '--set', 'sandbox.default_backend=ssh', 'status', '--json'], ENV);
   const ss = parse(ssh, 'default backend not loaded');
   t.is(ssh.code, 1, 'status exits 1 when the default backend is not loaded');
   t.deepEqual([ss.default_backend?.name, ss.default_backend?.loaded, ss.default_backend?.ok], ['ssh', false, false],

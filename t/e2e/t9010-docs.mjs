@@ -43,7 +43,7 @@ t.run(async () => {
     t.ok(r.code === 0 && r.stderr === '', `${p}: groff -ww -man renders it without a warning`, r.stderr);
   }
 
-  const cfg = await runCli(['--set', 'plugin.load=docker,ssh,fc', 'config']);
+  const cfg = await runCli(['--set', 'plugin.load=docker,ssh,fc,local', 'config']);
   t.is(cfg.code, 0, 'sandgate config exits 0', cfg.stderr);
   const doc = documented(fs.readFileSync(path.join(src, 'doc', 'sandgate.ini.5'), 'utf8'));
   let sec = null;

@@ -15,6 +15,10 @@
 // bubblewrap, with that directory bound over / and the host's /usr and /etc
 // read-only on top, so the file API and the processes see the same paths
 // (/home/user/x written through POST /files is what `cat /home/user/x` reads).
+// Its code interpreter keeps a kernel per language (t/fc/driver.py,
+// driver.cjs), so names persist from /execute to /execute as with E2B's
+// Jupyter kernels, with E2B's contexts API (GET /contexts, POST
+// /contexts/<id>/restart) and Jupyter's interrupt on port 8888.
 //
 // Strict where the service is strict: the API key (X-API-Key or Bearer) on
 // the platform API, X-Access-Token on the data plane (403 AccessDenied when
@@ -36,7 +40,7 @@
 //   POST /_emu/reset            clears counts, log and faults
 // A fault rule: {"op": "create"|"get"|"list"|"kill"|"timeout"|"files.read"|
 //   "files.write"|"listdir"|"stat"|"mkdir"|"remove"|"move"|"start"|"signal"|
-//   "input"|"closestdin"|"execute"|"*", "times": 1, "status": 503,
+//   "input"|"closestdin"|"execute"|"contexts"|"contexts.restart"|"jupyter"|"*", "times": 1, "status": 503,
 //   "message": "...", "retryAfter": 2, "delayMs": 3000, "text": true,
 //   "drop": true (streams: cut before the end event), "reset": true (close
 //   the connection without an answer), "expire": true (expire the sandbox
@@ -54,6 +58,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ENVD_PORT = 49983;
 const CI_PORT = 49999;
+const JUPYTER_PORT = 8888;
 const MAX_JSON = 4 << 20;
 const MAX_UPLOAD = 256 << 20;
 const NON_IDEMPOTENT = new Set(['create', 'files.write', 'start', 'execute']);
@@ -249,6 +254,7 @@ function destroySandbox(id) {
   if (!sbx) return false;
   state.sandboxes.delete(id);
   for (const p of sbx.procs.values()) killGroup(p, 'SIGKILL');
+  kernelsStop(sbx);
   fs.rm(sbx.root, { recursive: true, force: true }, () => {});
   return true;
 }
@@ -442,7 +448,10 @@ async function platformHandle(op, id, req, res) {
 function dataOp(method, p, port) {
   if (p === '/health') return 'health';
   if (p === '/files') return method === 'GET' ? 'files.read' : 'files.write';
+  if (port === CI_PORT && p === '/contexts') return 'contexts';
+  if (port === CI_PORT && /^\/contexts\/[^/]+\/restart$/.test(p)) return 'contexts.restart';
   if (p === '/execute' || port === CI_PORT) return 'execute';
+  if (port === JUPYTER_PORT) return 'jupyter';
   const m = /^\/(filesystem\.Filesystem|process\.Process)\/(\w+)$/.exec(p);
   if (!m) return 'unknown';
   return ({ ListDir: 'listdir', Stat: 'stat', MakeDir: 'mkdir', Remove: 'remove', Move: 'move',
@@ -459,7 +468,8 @@ async function dataPlane(req, res, url, sid, port) {
   logReq(entry);
   if (NON_IDEMPOTENT.has(op)) state.counts[op] = (state.counts[op] || 0) + 1;
   const f = takeFault(op, sid);
-  const plane = op === 'execute' ? 'ci' : op.startsWith('files') ? 'platform' : 'connect';
+  const plane = op === 'execute' || op.startsWith('contexts') || op === 'jupyter' ? 'ci'
+    : op.startsWith('files') ? 'platform' : 'connect';
   if (f && await applyFault(f, req, res, sid, plane)) { entry.status = f.status || 0; return; }
   const sbx = state.sandboxes.get(sid);
   if (!sbx) {
@@ -483,9 +493,11 @@ async function dataPlane(req, res, url, sid, port) {
     apiError(res, 401, 'invalid access token');
     return;
   }
-  if (op === 'execute') {
+  if (op === 'execute' || op.startsWith('contexts') || op === 'jupyter') {
     if (sbx.templateID === 'base') { entry.status = 404; req.resume(); send(res, 404, 'Not Found', 'text/plain'); return; }
-    entry.status = await execute(sbx, req, res, f);
+    if (op === 'execute') entry.status = await execute(sbx, req, res, f);
+    else if (op === 'jupyter') entry.status = jupyter(sbx, req, res, url);
+    else entry.status = await contexts(op, sbx, req, res, url);
     return;
   }
   try {
@@ -747,15 +759,99 @@ async function processStart(sbx, req, res, fault) {
 }
 
 // ---- code interpreter: POST /execute (ref. 6) -----------------------------------------------------------------
+//
+// As E2B's code interpreter: one kernel per sandbox and language (a
+// "context" with an id), started on its first execution and kept, so names
+// persist from call to call; executions on one kernel run one after the
+// other.  The kernels are t/fc/driver.py and driver.cjs, stand-ins for
+// Jupyter's: their events (stream output, results, errors, `done`) come on
+// fd 3 as JSON lines, requests as JSON lines on stdin.  A client that goes
+// away does not stop its execution (E2B's does not either); Jupyter's
+// interrupt (port 8888, POST /api/kernels/<context id>/interrupt) does.  A
+// kernel that dies is started again by the next execution, and the one in
+// flight ends with the error ContextRestarting, as E2B reports a Jupyter
+// kernel restart.  bash has no kernel here: each execution is a fresh
+// /bin/bash -s.
 
 const LANG = { python: 'python', python3: 'python', js: 'javascript', javascript: 'javascript',
   bash: 'bash', sh: 'bash', shell: 'bash', typescript: 'typescript', ts: 'typescript', r: 'r', java: 'java' };
+const KERNELS = { python: ['python3', '/.emu/driver.py'], javascript: ['node', '/.emu/driver.cjs'] };
 
-function interpreterArgv(lang) {
-  if (lang === 'python') return ['python3', '/.emu/driver.py'];
-  if (lang === 'javascript') return ['node', '/.emu/driver.cjs'];
-  if (lang === 'bash') return ['/bin/bash', '-s'];
+function contextsOf(sbx) {
+  if (!sbx.contexts) {
+    sbx.contexts = new Map();
+    for (const language of Object.keys(KERNELS)) {
+      sbx.contexts.set(language, { id: crypto.randomUUID(), language, cwd: '/home/user', kernel: null,
+        queue: [], current: null });
+    }
+  }
+  return sbx.contexts;
+}
+
+function contextById(sbx, id) {
+  for (const c of contextsOf(sbx).values()) if (c.id === id) return c;
   return null;
+}
+
+function kernelStart(sbx, ctx) {
+  const env = { MPLBACKEND: 'Agg', ...baseEnv(sbx) };
+  const child = spawnIn(sbx, KERNELS[ctx.language], ctx.cwd, env, ['pipe', 'pipe', 'pipe', 'pipe'],
+    ['--ro-bind', here, '/.emu']);
+  const k = { child, pid: 0 };
+  const now = () => new Date().toISOString();
+  const out = new StringDecoder('utf8');
+  const err = new StringDecoder('utf8');
+  // what subprocesses write on the kernel's own fds 1 and 2
+  child.stdout.on('data', (d) => { const text = out.write(d); if (text) ctx.current?.line({ type: 'stdout', text, timestamp: now() }); });
+  child.stderr.on('data', (d) => { const text = err.write(d); if (text) ctx.current?.line({ type: 'stderr', text, timestamp: now() }); });
+  let pending = '';
+  child.stdio[3].on('data', (d) => {
+    pending += d.toString('utf8');
+    let nl;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const l = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      let o;
+      try { o = JSON.parse(l); } catch { continue; }
+      if (o.type === 'hello') k.pid = o.pid;
+      else if (o.type === 'done') executionEnd(sbx, ctx);
+      else {
+        if (o.type === 'stdout' || o.type === 'stderr') o.timestamp = now();
+        ctx.current?.line(o);
+      }
+    }
+  });
+  child.stdin.on('error', () => {});
+  child.on('exit', () => {
+    if (ctx.kernel !== k) return;
+    ctx.kernel = null;
+    if (ctx.current) {
+      ctx.current.line({ type: 'error', name: 'ContextRestarting', value: 'Context was restarted', traceback: '' });
+      executionEnd(sbx, ctx);
+    }
+  });
+  ctx.kernel = k;
+  return k;
+}
+
+function executionNext(sbx, ctx) {
+  if (ctx.current || !ctx.queue.length || !state.sandboxes.has(sbx.id)) return;
+  ctx.current = ctx.queue.shift();
+  const k = ctx.kernel ?? kernelStart(sbx, ctx);
+  k.child.stdin.write(`${JSON.stringify({ code: ctx.current.code, env: ctx.current.env })}\n`);
+}
+
+function executionEnd(sbx, ctx) {
+  const x = ctx.current;
+  ctx.current = null;
+  x?.end();
+  executionNext(sbx, ctx);
+}
+
+function kernelsStop(sbx) {
+  for (const ctx of sbx.contexts?.values() ?? []) {
+    if (ctx.kernel) killGroup(ctx.kernel, 'SIGKILL');
+  }
 }
 
 async function execute(sbx, req, res, fault) {
@@ -763,7 +859,13 @@ async function execute(sbx, req, res, fault) {
   try { body = await readJson(req); } catch { send(res, 400, 'invalid JSON', 'text/plain'); return 400; }
   if (body.context_id && body.language) { send(res, 400, 'Only one of context_id or language can be provided', 'text/plain'); return 400; }
   if (typeof body.code !== 'string') { send(res, 400, 'code is required', 'text/plain'); return 400; }
-  const lang = LANG[String(body.language || 'python').toLowerCase()];
+  let lang = LANG[String(body.language || 'python').toLowerCase()];
+  let ctx = null;
+  if (body.context_id) {
+    ctx = contextById(sbx, String(body.context_id));
+    if (!ctx) { send(res, 404, `Context ${body.context_id} not found`, 'text/plain'); return 404; }
+    lang = ctx.language;
+  }
   if (!lang || lang === 'r' || lang === 'java') {
     send(res, 500, `No kernel for language ${body.language}`, 'text/plain'); return 500;
   }
@@ -777,39 +879,58 @@ async function execute(sbx, req, res, fault) {
     line({ type: 'end_of_execution' });
     res.end();
   };
-  const argv = interpreterArgv(lang);
-  if (!argv) {
+  if (lang === 'typescript') {
     line({ type: 'error', name: 'KernelNotAvailable', value: `the emulator has no ${lang} kernel`, traceback: '' });
     end();
     return 200;
   }
-  const child = spawnIn(sbx, argv, '/home/user', baseEnv(sbx, body.env_vars), ['pipe', 'pipe', 'pipe', 'pipe'],
-    ['--ro-bind', here, '/.emu']);
-  const p = { child };
+  if (lang === 'bash') return executeBash(sbx, body, line, end);
+  ctx = ctx ?? contextsOf(sbx).get(lang);
+  ctx.queue.push({ code: body.code, env: body.env_vars && typeof body.env_vars === 'object' ? body.env_vars : {}, line, end });
+  executionNext(sbx, ctx);
+  return 200;
+}
+
+function executeBash(sbx, body, line, end) {
+  const child = spawnIn(sbx, ['/bin/bash', '-s'], '/home/user', baseEnv(sbx, body.env_vars), ['pipe', 'pipe', 'pipe']);
   const now = () => new Date().toISOString();
   const out = new StringDecoder('utf8');
   const err = new StringDecoder('utf8');
   child.stdout.on('data', (d) => { const text = out.write(d); if (text) line({ type: 'stdout', text, timestamp: now() }); });
   child.stderr.on('data', (d) => { const text = err.write(d); if (text) line({ type: 'stderr', text, timestamp: now() }); });
-  let pending = '';
-  child.stdio[3].on('data', (d) => {
-    pending += d.toString('utf8');
-    let nl;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      const l = pending.slice(0, nl);
-      pending = pending.slice(nl + 1);
-      if (l.trim()) { try { line(JSON.parse(l)); } catch { /* the driver's own bug */ } }
-    }
-  });
   child.stdin.on('error', () => {});
   child.stdin.end(body.code);
-  // the client went away: the run stops (the real kernel would go on)
-  res.on('close', () => { if (!res.writableEnded) killGroup(p, 'SIGKILL'); });
   child.on('close', (code) => {
-    if (lang === 'bash' && code !== 0) line({ type: 'error', name: 'ExitCodeError', value: `exit status ${code}`, traceback: '' });
+    if (code !== 0) line({ type: 'error', name: 'ExitCodeError', value: `exit status ${code}`, traceback: '' });
     end();
   });
   return 200;
+}
+
+// GET /contexts, POST /contexts/<id>/restart (ref. 6, context management)
+async function contexts(op, sbx, req, res, url) {
+  req.resume();
+  if (op === 'contexts') {
+    send(res, 200, [...contextsOf(sbx).values()].map((c) => ({ id: c.id, language: c.language, cwd: c.cwd })));
+    return 200;
+  }
+  const m = /^\/contexts\/([^/]+)\/restart$/.exec(url.pathname);
+  const ctx = m && contextById(sbx, decodeURIComponent(m[1]));
+  if (!ctx) { send(res, 404, `Context ${m?.[1]} not found`, 'text/plain'); return 404; }
+  if (ctx.kernel) killGroup(ctx.kernel, 'SIGKILL');
+  send(res, 200, 'null');
+  return 200;
+}
+
+// Jupyter's REST API on port 8888: the interrupt of a kernel.
+function jupyter(sbx, req, res, url) {
+  req.resume();
+  const m = /^\/api\/kernels\/([^/]+)\/interrupt$/.exec(url.pathname);
+  const ctx = m && req.method === 'POST' && contextById(sbx, decodeURIComponent(m[1]));
+  if (!ctx) { send(res, 404, { message: 'Kernel does not exist' }); return 404; }
+  if (ctx.kernel?.pid) { try { process.kill(ctx.kernel.pid, 'SIGINT'); } catch { /* gone */ } }
+  send(res, 204);
+  return 204;
 }
 
 // ---- control -----------------------------------------------------------------------------------------

@@ -209,6 +209,7 @@ static void code(struct sg_machine *m)
 	sg_buf_release(&res.err);
 	json_decref(res.results);
 	json_decref(res.error);
+	json_decref(res.output_files);
 
 	/* ref. 6: the environment goes to /execute as env_vars */
 	const char *env[] = { "FC_T=create-time", "FC_T=from env", NULL };
@@ -225,6 +226,7 @@ static void code(struct sg_machine *m)
 	sg_buf_release(&res.err);
 	json_decref(res.results);
 	json_decref(res.error);
+	json_decref(res.output_files);
 }
 
 /* ---- probe ------------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-// The backends the sandbox_env tests run on (SG_TEST_BACKEND=docker|ssh|fc):
+// The backends the sandbox_env tests run on (SG_TEST_BACKEND=docker|ssh|sshjail|fc|local):
 // each says what its sandboxes are and starts what it needs (an sshd on
 // loopback, the FC emulator), returning sandgate's extra arguments and
 // environment.
@@ -14,6 +14,24 @@ export const backends = {
       const s = await startSshd();
       return { args: sshArgs(s), env: sshEnv() };
     },
+  },
+  // ssh with each sandbox a bubblewrap jail on the host ([ssh] isolation = bwrap)
+  sshjail: {
+    name: 'ssh',
+    container: true, // a jail: private /tmp, its own hostname, /usr read-only
+    mutableBin: false,
+    setup: async () => {
+      const { startSshd, sshArgs, sshEnv, sshPreflight } = await import('../ssh/sshd.mjs');
+      await sshPreflight();
+      const s = await startSshd();
+      return { args: sshArgs(s, { 'ssh.isolation': 'bwrap' }), env: sshEnv() };
+    },
+  },
+  local: {
+    name: 'local',
+    container: true, // a bubblewrap jail: private /tmp, its own hostname
+    mutableBin: false, // ... over the host's read-only /usr
+    setup: async () => ({ args: ['--set', 'sandbox.default_backend=local'], env: {} }),
   },
   fc: {
     name: 'fc',

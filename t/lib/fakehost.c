@@ -176,6 +176,23 @@ void fakehost_shells_close(struct sg_machine *m)
 	(void)m;
 }
 
+static json_t *last_report; /* freed by fakehost_done() */
+
+int fakehost_machine_report(struct sg_machine *m, const json_t *facts)
+{
+	(void)m;
+	if (!json_is_object(facts))
+		return -1;
+	json_decref(last_report);
+	last_report = json_deep_copy(facts);
+	return 0;
+}
+
+const json_t *fakehost_report(void)
+{
+	return last_report;
+}
+
 const char *fakehost_call_credential(const struct sg_call *call)
 {
 	(void)call;
@@ -187,6 +204,8 @@ int fakehost_done(void)
 	for (int i = 0; i < FH_MACHINES; i++)
 		if (fh_machines[i].m)
 			fh_clear(&fh_machines[i]);
+	json_decref(last_report);
+	last_report = NULL;
 	printf("1..%d\n", n_test);
 	return n_failed ? 1 : 0;
 }

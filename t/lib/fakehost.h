@@ -44,6 +44,10 @@ int fakehost_machine_create(struct sg_call *call, const struct sg_backend *self,
 			    struct sg_err *err);
 int fakehost_machine_remove(struct sg_call *call, struct sg_machine *m, struct sg_err *err);
 void fakehost_shells_close(struct sg_machine *m);
+/* Keeps the facts of the last report (fakehost_report() returns them). */
+int fakehost_machine_report(struct sg_machine *m, const json_t *facts);
+/* The facts last reported for any machine, or NULL.  Borrowed. */
+const json_t *fakehost_report(void);
 /* "0123456789abcdef" for any call. */
 const char *fakehost_call_credential(const struct sg_call *call);
 
@@ -66,6 +70,7 @@ void fakehost_machine(struct sg_machine *m, const struct sg_backend *b, void *pr
 	.machine_set = fakehost_machine_set, .machine_keep = fakehost_machine_keep, \
 	.machine_create = fakehost_machine_create, .machine_remove = fakehost_machine_remove, \
 	.shells_close = fakehost_shells_close, .call_credential = fakehost_call_credential, \
+	.machine_report = fakehost_machine_report, \
 }
 
 #endif /* SG_T_FAKEHOST_H */

@@ -209,7 +209,15 @@ function installCleanup() {
       await removeContainers(doomed.map((c) => c.id));
     }
     if (tmpRoot && !process.env.SG_TEST_KEEP && t.failures() === 0) {
-      fs.rmSync(tmpRoot, { recursive: true, force: true });
+      try {
+        fs.rmSync(tmpRoot, { recursive: true, force: true });
+      } catch {
+        // named machines wrote into their workspaces (under the temp
+        // directory) as root: make it ours through a container, then again
+        spawnSync('docker', ['run', '--rm', '-v', `${tmpRoot}:/x`, IMAGE, 'chmod', '-R', 'a+rwX', '/x'],
+          { stdio: 'ignore', timeout: 60000 });
+        fs.rmSync(tmpRoot, { recursive: true, force: true });
+      }
     } else if (tmpRoot) {
       t.diag(`kept the test's temp directory ${tmpRoot}`);
     }

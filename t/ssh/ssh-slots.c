@@ -52,6 +52,8 @@ static const char *h_config_get(const char *section, const char *key)
 			return getenv("SST_RUNNER");
 		if (!strcmp(key, "runner"))
 			return getenv("SST_RUNNER_ON");
+		if (!strcmp(key, "isolation")) /* plain directories: t7010 drives the jails */
+			return getenv("SST_ISOLATION") ? getenv("SST_ISOLATION") : "none";
 		return NULL;
 	}
 	/* a named target with a root of its own */

@@ -107,10 +107,16 @@ export async function startSshd(opts = {}) {
   return s;
 }
 
-/** sandgate arguments for a fixture: its INI, both plugins loaded, ssh the default backend. */
+/**
+ * sandgate arguments for a fixture: its INI, both plugins loaded, ssh the
+ * default backend.  Sandboxes are plain directories ([ssh] isolation = none)
+ * unless sets names another isolation: the SSH tests look at them on the
+ * host; t7010 and the jailed runs of the sandbox_env bodies set
+ * 'ssh.isolation': 'auto' or 'bwrap'.
+ */
 export function sshArgs(s, sets = {}) {
   const args = ['--config', s.ini, '--set', 'plugin.load=docker,ssh', '--set', 'sandbox.default_backend=ssh'];
-  for (const [k, v] of Object.entries(sets)) args.push('--set', `${k}=${v}`);
+  for (const [k, v] of Object.entries({ 'ssh.isolation': 'none', ...sets })) args.push('--set', `${k}=${v}`);
   return args;
 }
 

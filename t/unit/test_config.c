@@ -357,6 +357,29 @@ static void test_file_lines(void **state)
 	assert_string_equal(sg_config_source("demo", "host"), "default");
 }
 
+/* Values in double quotes (a TOML habit) are read without them. */
+static void test_quoted_values(void **state)
+{
+	const char *path = write_ini("[demo]\n"
+				     "host = \"unix:///q.sock\"\n"
+				     "mode = \"\"\n"
+				     "template.a = \"say \\\"hi\\\" \\\\ there\"\n"
+				     "template.b = \"open\n"
+				     "template.c = \"x\" \"y\"\n"
+				     "template.d = plain \"inner\" text\n",
+				     0600);
+
+	(void)state;
+	load_ok(path);
+	assert_string_equal(sg_config_get("demo", "host"), "unix:///q.sock");
+	assert_string_equal(sg_config_get("demo", "mode"), "");
+	assert_string_equal(sg_config_get("demo", "template.a"), "say \"hi\" \\ there");
+	/* not one quoted value: kept as written */
+	assert_string_equal(sg_config_get("demo", "template.b"), "\"open");
+	assert_string_equal(sg_config_get("demo", "template.c"), "\"x\" \"y\"");
+	assert_string_equal(sg_config_get("demo", "template.d"), "plain \"inner\" text");
+}
+
 static void test_load_errors(void **state)
 {
 	struct sg_err err = { 0 };
@@ -785,6 +808,7 @@ int main(void)
 		T(test_set_override_parsing),
 		T(test_ssh_target_sections),
 		T(test_file_lines),
+		T(test_quoted_values),
 		T(test_load_errors),
 		T(test_lines_whole),
 		T(test_validate_unknown_warns),

@@ -268,6 +268,12 @@ static void test_py_timeout(void **state)
 	assert_true(res.timed_out);
 	assert_false(res.kernel_died);
 	assert_string_equal(error_name(&res), "KeyboardInterrupt");
+	/* The traceback is the cell's: none of the kernel's own frames. */
+	assert_string_equal(json_string_value(json_object_get(res.error, "traceback")),
+			    "Traceback (most recent call last):\n"
+			    "  File \"<cell-2>\", line 1, in <module>\n"
+			    "    while True: pass\n"
+			    "KeyboardInterrupt\n");
 	rn_kernel_result_free(&res);
 	run(c, "python", "x", &res);
 	assert_false(res.kernel_restarted);
@@ -698,6 +704,94 @@ static void test_runner_end_kills_kernels(void **state)
 	assert_true(pid_gone(js));
 }
 
+/* Kernels are per scope: two sandboxes on one runner keep their own x;
+ * ending a scope kills its kernels (a call in flight ends with the death)
+ * and leaves the other scope's alone; a scope's next call starts afresh,
+ * not as a restart. */
+struct scoped {
+	struct rn_conn *c;
+	struct rn_kernel_result res;
+	int rc;
+};
+
+static void *scoped_loop(void *arg)
+{
+	struct scoped *w = arg;
+	struct rn_kernel_call kc = call_of("python", "while True: pass");
+	char why[256];
+
+	kc.scope = "sb-a";
+	w->rc = rn_kernel_run(w->c, &kc, &w->res, why, sizeof(why));
+	return NULL;
+}
+
+static void run_scoped(struct rn_conn *c, const char *scope, const char *code,
+		       struct rn_kernel_result *res)
+{
+	struct rn_kernel_call kc = call_of("python", code);
+
+	kc.scope = scope;
+	run_call(c, &kc, res);
+}
+
+static void test_scopes(void **state)
+{
+	struct rn_kernel_result a, b;
+	struct scoped w = { 0 };
+	char why[256] = "";
+	long pa, pb;
+	pthread_t th;
+	pid_t pid;
+	struct rn_conn *c = start(&pid);
+
+	(void)state;
+	assert_true(rn_conn_has_cap(c, RN_CAP_KERNEL_SCOPE));
+	run_scoped(c, "sb-a", "x = 'a'", &a);
+	run_scoped(c, "sb-b", "x = 'b'", &b);
+	pa = a.kernel_pid;
+	pb = b.kernel_pid;
+	assert_true(pa > 1 && pb > 1 && pa != pb);
+	rn_kernel_result_free(&a);
+	rn_kernel_result_free(&b);
+	run_scoped(c, "sb-a", "x", &a);
+	run_scoped(c, "sb-b", "x", &b);
+	assert_string_equal(value_text(&a), "'a'");
+	assert_string_equal(value_text(&b), "'b'");
+	rn_kernel_result_free(&a);
+	rn_kernel_result_free(&b);
+	/* The unscoped kernel is a third one. */
+	run(c, "python", "'x' in globals()", &a);
+	assert_string_equal(value_text(&a), "False");
+	rn_kernel_result_free(&a);
+
+	w.c = c;
+	assert_int_equal(pthread_create(&th, NULL, scoped_loop, &w), 0);
+	usleep(300000);
+	assert_int_equal(rn_kernel_end(c, "sb-a", NULL, why, sizeof(why)), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.res.kernel_died);
+	assert_string_equal(w.res.died_reason, "the kernel was ended: its sandbox ended");
+	rn_kernel_result_free(&w.res);
+	assert_true(pid_gone(pa));
+	run_scoped(c, "sb-b", "x", &b);
+	assert_string_equal(value_text(&b), "'b'");
+	assert_int_equal(b.kernel_pid, pb);
+	rn_kernel_result_free(&b);
+	run_scoped(c, "sb-a", "'x' in globals()", &a);
+	assert_string_equal(value_text(&a), "False");
+	assert_false(a.kernel_restarted);
+	rn_kernel_result_free(&a);
+	/* Ending a scope with no kernel is fine; a language only ends that one. */
+	assert_int_equal(rn_kernel_end(c, "sb-none", NULL, why, sizeof(why)), 0);
+	assert_int_equal(rn_kernel_end(c, "sb-b", "javascript", why, sizeof(why)), 0);
+	run_scoped(c, "sb-b", "x", &b);
+	assert_int_equal(b.kernel_pid, pb);
+	rn_kernel_result_free(&b);
+	stop(c, pid);
+	assert_true(pid_gone(pb));
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -731,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_one_at_a_time),
 		cmocka_unit_test(test_no_interpreter),
 		cmocka_unit_test(test_runner_end_kills_kernels),
+		cmocka_unit_test(test_scopes),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -829,9 +829,14 @@ static void expect_json(json_t *got, json_t *want)
 
 static json_t *probe_entry(const char *name, bool usable, int pref, const char *why, int probes)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:{s:i}}", "backend", name, "version",
-			      "0.0-test", "abi", "2.0", "path", path_of(dir, name), "usable", usable,
-			      "preference", pref, "details", "probes", probes);
+	char abi[16];
+	json_t *o;
+
+	/* the fakes are built with this header */
+	snprintf(abi, sizeof(abi), "%u.%u", SG_PLUGIN_ABI_MAJOR, SG_PLUGIN_ABI_MINOR);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:{s:i}}", "backend", name, "version",
+		      "0.0-test", "abi", abi, "path", path_of(dir, name), "usable", usable,
+		      "preference", pref, "details", "probes", probes);
 
 	if (why)
 		json_object_set_new(o, "why", json_string(why));

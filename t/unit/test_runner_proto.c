@@ -634,6 +634,35 @@ static void test_client_order(void **state)
 	assert_non_null(strstr(dead_reason(f), "second STARTED"));
 	rn_req_put(r);
 	fake_close(f);
+
+	/* A FILE answer belongs to a FILE request only, and the other way. */
+	f = fake_ready();
+	r = spawn_true(f);
+	send_started(f, f->last.id);
+	rn_put_u64(&b, RN_F_SIZE, 1);
+	send_frame(f, RN_R_FILE, f->last.id, &b);
+	rn_buf_free(&b);
+	assert_non_null(strstr(dead_reason(f), "is not a file operation"));
+	rn_req_put(r);
+	fake_close(f);
+
+	f = fake_ready();
+	{
+		char why[128];
+
+		rn_put_u32(&b, RN_F_FOP, RN_FOP_STAT);
+		rn_put_str(&b, RN_F_PATH, "/x");
+		assert_int_equal(rn_request(f->c, RN_FILE, b.data, b.len, &r, why, sizeof(why)), 0);
+		rn_buf_free(&b);
+		next_frame(f);
+		assert_int_equal(f->last.type, RN_FILE);
+	}
+	rn_buf_add(&b, "x", 1);
+	send_frame(f, RN_R_STDOUT, f->last.id, &b);
+	rn_buf_free(&b);
+	assert_non_null(strstr(dead_reason(f), "is a file operation"));
+	rn_req_put(r);
+	fake_close(f);
 }
 
 /* A request dropped by its caller stays known until its EXIT: late output

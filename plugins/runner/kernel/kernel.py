@@ -115,7 +115,15 @@ def error(e):
     # Drop the kernel's own frames: the traceback starts in the cell.
     while tb and not tb.tb_frame.f_code.co_filename.startswith('<cell-'):
         tb = tb.tb_next
-    text = ''.join(traceback.format_exception(type(e), e, tb))
+    frames = traceback.extract_tb(tb)
+    if frames and frames[-1].filename == '<stdin>':
+        # It ends in the kernel too (the SIGINT handler): cut that off.
+        while frames and frames[-1].filename == '<stdin>':
+            frames.pop()
+        text = ('Traceback (most recent call last):\n' + ''.join(traceback.format_list(frames))
+                + ''.join(traceback.format_exception_only(type(e), e)))
+    else:
+        text = ''.join(traceback.format_exception(type(e), e, tb))
     if len(text) > ERROR_MAX:
         text = text[:ERROR_MAX // 2] + '\n[...]\n' + text[-ERROR_MAX // 2:]
     send('error', {'name': type(e).__name__, 'value': str(e), 'traceback': text})

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""local.so next to Docker and to a bare bubblewrap, side by side in one run.
+
+run_command "true", p50 and p99 in ms, interleaved (one of each per round,
+so drift hits all alike), on warm sandboxes:
+  local        run_command through `sandgate stdio` on a local sandbox (the
+               runner in its bwrap jail)
+  docker       run_command through `sandgate stdio` on a Docker sandbox (the
+               runner in the container)
+  bwrap_min    a bare `bwrap --unshare-all ... --ro-bind /usr /usr ... true`
+               started per command: what a jail per command would cost
+  bwrap_jail   the same with the options of a local jail (its /etc binds,
+               /proc, /dev, /tmp, the sandbox user as root)
+
+create-to-first-output, ms (n rounds): create_sandbox, then the first output
+of `echo hi` in it, through one `sandgate stdio`; for bwrap, the first byte
+of `echo hi` from a new jail-like bwrap.
+
+Targets (issue 13, doc/performance.md): local run_command p50 <= 1.5 ms and
+create-to-first-output < 20 ms.  Not part of `make check`.
+
+usage: bench/local_bench.py [-n 200] [--creates 20] [--sandgate ./sandgate] [--no-docker] [--json]
+"""
+import argparse, json, os, pwd, subprocess, sys, time
+
+from benchlib import Server, summary
+
+# What a local jail binds of /etc (plugins/local/jail.c, jail_etc).
+JAIL_ETC = ["alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
+            "ca-certificates.conf", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+            "protocols", "services", "networks", "ethertypes", "localtime", "timezone",
+            "locale.alias", "locale.gen", "default/locale", "ld.so.cache", "ld.so.conf",
+            "ld.so.conf.d", "mime.types", "magic", "magic.mime", "bash.bashrc", "profile",
+            "inputrc", "environment", "os-release", "debian_version", "lsb-release", "fonts",
+            "matplotlibrc", "python3", "python3.11", "python3.12", "perl", "gitconfig", "npmrc",
+            "java-17-openjdk", "subversion", "wgetrc", "curlrc"]
+
+
+def root_links():
+    args = []
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = "/" + top
+        if os.path.islink(p):
+            args += ["--symlink", os.readlink(p), p]
+        elif os.path.isdir(p):
+            args += ["--ro-bind", p, p]
+    return args
+
+
+def bwrap_min():
+    return (["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr"] +
+            root_links() + ["--proc", "/proc", "--dev", "/dev", "--"])
+
+
+def bwrap_jail(ws):
+    a = ["bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+         "--unshare-cgroup-try", "--unshare-net", "--disable-userns", "--die-with-parent",
+         "--new-session", "--hostname", "bench", "--ro-bind", "/usr", "/usr"] + root_links()
+    for e in JAIL_ETC:
+        a += ["--ro-bind-try", f"/etc/{e}", f"/etc/{e}"]
+    a += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", ws, "/workspace",
+          "--remount-ro", "/", "--chdir", "/workspace", "--clearenv", "--setenv", "PATH",
+          "/usr/bin:/bin", "--"]
+    return a
+
+
+def jail_user():
+    """As root, what a local jail runs as ([local] user's default)."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("sandgate", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+    return None
+
+
+def run_bwrap(argv, user):
+    kw = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, **kw)
+
+
+def first_output_bwrap(argv, user):
+    kw = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv + ["/bin/sh", "-c", "echo hi"], stdout=subprocess.PIPE, **kw)
+    p.stdout.read(1)
+    t = (time.perf_counter() - t0) * 1000
+    p.wait()
+    return t
+
+
+def first_output(srv, backend):
+    t0 = time.perf_counter()
+    sid = srv.tool("create_sandbox", {"backend": backend})["sandbox_id"]
+    out = srv.tool("run_command", {"command": "echo hi", "sandbox_id": sid})
+    t = (time.perf_counter() - t0) * 1000
+    if out.get("stdout") != "hi\n":
+        raise RuntimeError(f"echo hi gave {out!r}")
+    srv.tool("kill_sandbox", {"sandbox_id": sid})
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=200)
+    ap.add_argument("--creates", type=int, default=20)
+    ap.add_argument("--sandgate", default="./sandgate")
+    ap.add_argument("--no-docker", action="store_true", help="leave Docker out")
+    ap.add_argument("--json", action="store_true", help="JSON only")
+    a = ap.parse_args()
+    env = dict(os.environ)
+    env.setdefault("SANDGATE_PLUGIN_DIR", os.path.abspath(".libs"))
+    srv = Server([a.sandgate, "stdio"], env)
+    srv.initialize("local-bench")
+    user = jail_user()
+    ws = f"/tmp/sg-local-bench-{os.getpid()}"
+    os.makedirs(ws, exist_ok=True)
+    if user:
+        os.chown(ws, user.pw_uid, user.pw_gid)
+    jail = bwrap_jail(ws)
+    mini = bwrap_min()
+
+    paths = ["local"] + ([] if a.no_docker else ["docker"])
+    sids = {b: srv.tool("create_sandbox", {"backend": b})["sandbox_id"] for b in paths}
+    for sid in sids.values():
+        srv.tool("run_command", {"command": "true", "sandbox_id": sid})
+    cmd = {b: [] for b in paths + ["bwrap_min", "bwrap_jail"]}
+    for i in range(a.n + 5):  # 5 warm-up rounds, not counted
+        for b in paths:
+            t0 = time.perf_counter()
+            srv.tool("run_command", {"command": "true", "sandbox_id": sids[b]})
+            if i >= 5:
+                cmd[b].append((time.perf_counter() - t0) * 1000)
+        for name, argv in (("bwrap_min", mini), ("bwrap_jail", jail)):
+            t0 = time.perf_counter()
+            run_bwrap(argv + ["/usr/bin/true"], user)
+            if i >= 5:
+                cmd[name].append((time.perf_counter() - t0) * 1000)
+    for sid in sids.values():
+        srv.tool("kill_sandbox", {"sandbox_id": sid})
+
+    create = {b: [] for b in paths + ["bwrap_jail"]}
+    for i in range(a.creates + 1):  # 1 warm-up round
+        for b in paths:
+            t = first_output(srv, b)
+            if i:
+                create[b].append(t)
+        t = first_output_bwrap(jail, user)
+        if i:
+            create["bwrap_jail"].append(t)
+    srv.close()
+    os.rmdir(ws)
+
+    res = {"run_command_true": {k: summary(v) for k, v in cmd.items()},
+           "create_to_first_output": {k: summary(v) for k, v in create.items()}}
+    out = {"n": a.n, "creates": a.creates, "results_ms": res,
+           "loadavg": open("/proc/loadavg").read().split()[:3], "cpus": os.cpu_count(),
+           "jail_user": user.pw_name if user else None}
+    ok = (res["run_command_true"]["local"]["p50"] <= 1.5 and
+          res["create_to_first_output"]["local"]["p50"] < 20)
+    out["targets_met"] = ok
+    if a.json:
+        print(json.dumps(out, indent=2))
+        return 0 if ok else 1
+    print(f"n = {a.n} commands and {a.creates} creates per cell, {os.cpu_count()} CPUs, "
+          f"loadavg {' '.join(out['loadavg'])}\n")
+    print("| measure | path | p50 ms | p99 ms | mean ms |")
+    print("|---|---|---:|---:|---:|")
+    for m, r in res.items():
+        for k, v in r.items():
+            print(f"| {m} | {k} | {v['p50']} | {v['p99']} | {v['mean']} |")
+    print(f"\ntargets (local run_command p50 <= 1.5 ms, create-to-first-output < 20 ms): "
+          f"{'met' if ok else 'NOT met'}")
+    print(json.dumps(out))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

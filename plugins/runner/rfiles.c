@@ -1,0 +1,516 @@
+/*
+ * File operations through a site's runner (capability "files"): see
+ * rclient.h and doc/runner-protocol.md.
+ *
+ * Each operation is one FILE request on the site's connection (a read or a
+ * list of more than one answer's worth is several, each asking from where
+ * the last ended; a write sends its bytes as STDIN frames of 64 KiB and
+ * commits with STDIN_CLOSE).  A request whose connection broke before it
+ * could have had an effect is tried once more on a new runner; a write that
+ * broke midway never replaced the file (the runner drops its temporary
+ * file when it ends), so it is tried again whole.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/runner/rclient.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RNC_FILE_WAIT_MS 120000 /* a file operation on a stuck filesystem */
+
+/* The answer of one FILE request, parsed.  data points into the frame's
+ * copy (valid until rnc_answer_free()). */
+struct rnc_answer {
+	unsigned char *raw;      /* the payload, malloc'd */
+	size_t raw_len;
+	int err;                 /* ERRNO, 0 on success */
+	char text[200];          /* TEXT: where it failed */
+	struct sg_stat st;
+	bool has_stat;
+	uint64_t size;
+	uint32_t flags;
+	const unsigned char *data;
+	size_t data_len;
+};
+
+static void rnc_answer_free(struct rnc_answer *a)
+{
+	free(a->raw);
+	a->raw = NULL;
+}
+
+static void rnc_take_answer(int chan, const void *p, size_t n, void *ud)
+{
+	struct rnc_answer *a = ud;
+	unsigned char *raw;
+
+	if (chan != RN_R_FILE || a->raw)
+		return;
+	raw = malloc(n ? n : 1); /* rnc_answer_free() */
+	if (!raw) {
+		a->err = ENOMEM;
+		return;
+	}
+	memcpy(raw, p, n);
+	a->raw = raw;
+	a->raw_len = n;
+}
+
+/* Fills st-like fields of one field; true when it was one. */
+static bool rnc_stat_field(const struct rn_field *f, struct sg_stat *st, int *bad)
+{
+	uint32_t v;
+	uint64_t w;
+
+	switch (f->tag) {
+	case RN_F_FTYPE:
+		*bad |= rn_field_u32(f, &v);
+		st->type = v <= RN_FT_OTHER ? (int)v : SG_FT_OTHER;
+		return true;
+	case RN_F_SIZE:
+		*bad |= rn_field_u64(f, &w);
+		st->size = w;
+		return true;
+	case RN_F_FMODE:
+		*bad |= rn_field_u32(f, &v);
+		st->mode = v & 07777;
+		return true;
+	case RN_F_MTIME:
+		*bad |= rn_field_u64(f, &w);
+		st->mtime = (int64_t)w;
+		return true;
+	case RN_F_UID:
+		*bad |= rn_field_u32(f, &st->uid);
+		return true;
+	case RN_F_GID:
+		*bad |= rn_field_u32(f, &st->gid);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Parses a->raw.  -1 when it is malformed. */
+static int rnc_answer_parse(struct rnc_answer *a)
+{
+	struct rn_iter it;
+	struct rn_field f;
+	uint32_t v;
+	int rc, bad = 0;
+
+	rn_iter_init(&it, a->raw, a->raw_len);
+	while ((rc = rn_iter_next(&it, &f)) > 0) {
+		if (rnc_stat_field(&f, &a->st, &bad)) {
+			a->has_stat = true;
+			if (f.tag == RN_F_SIZE)
+				a->size = a->st.size;
+		} else if (f.tag == RN_F_ERRNO) {
+			bad |= rn_field_u32(&f, &v);
+			a->err = v ? (int)(v & 0xffff) : EIO;
+		} else if (f.tag == RN_F_TEXT) {
+			size_t n = f.len < sizeof(a->text) - 1 ? f.len : sizeof(a->text) - 1;
+
+			for (size_t i = 0; i < n; i++)
+				a->text[i] = f.val[i] < 0x20 ? ' ' : (char)f.val[i];
+			a->text[n] = '\0';
+		} else if (f.tag == RN_F_FFLAGS) {
+			bad |= rn_field_u32(&f, &a->flags);
+		} else if (f.tag == RN_F_DATA) {
+			a->data = f.val;
+			a->data_len = f.len;
+		}
+	}
+	return rc < 0 || bad ? -1 : 0;
+}
+
+/* ---- errors ----------------------------------------------------------------------- */
+
+static int rnc_errno_code(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return SG_E_NOTFOUND;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return SG_E_PERM;
+	case EEXIST:
+	case ENOTEMPTY:
+		return SG_E_EXISTS;
+	case EISDIR:
+	case ENOTDIR:
+	case EINVAL:
+	case ELOOP:
+	case ENAMETOOLONG:
+		return SG_E_INVAL;
+	case EFBIG:
+	case ENOSPC:
+	case EDQUOT:
+		return SG_E_TOOBIG;
+	case ENOMEM:
+		return SG_E_NOMEM;
+	case ECANCELED:
+		return SG_E_CANCELLED;
+	default:
+		return SG_E_IO;
+	}
+}
+
+static int rnc_file_fail(struct rnc_site *s, const char *op, const char *path,
+			 const struct rnc_answer *a, struct sg_err *err)
+{
+	int rc = s->host->errf(err, rnc_errno_code(a->err), "%s: %s %s: %s%s%s%s", s->ops->tag,
+			       op, path, strerror(a->err), a->text[0] ? " (" : "", a->text,
+			       a->text[0] ? ")" : "");
+
+	if (err)
+		err->sys_errno = a->err;
+	return rc;
+}
+
+/* ---- one request --------------------------------------------------------------------- */
+
+/* What a request sends: its fields, and for a write the bytes. */
+struct rnc_freq {
+	const char *op_name;     /* for messages: "read" */
+	const char *path;
+	struct rn_buf fields;
+	const void *data;        /* a write's bytes, or NULL */
+	size_t data_len;
+};
+
+/* Waits for the answer of q, cancelling on the call's cancellation. */
+static int rnc_file_wait(struct rnc_site *s, struct rn_req *q, const struct sg_call *call,
+			 struct rnc_answer *a, struct sg_err *err)
+{
+	int cfd = call ? s->host->cancel_fd(call) : -1;
+	int waited = 0, w;
+	char why[256];
+	enum rn_req_state st;
+
+	for (;;) {
+		st = rn_req_drain(q, rnc_take_answer, a, NULL, why, sizeof(why));
+		if (st == RN_REQ_DONE)
+			return 0;
+		if (st == RN_REQ_FAILED)
+			return s->host->errf(err, strstr(why, "refused") ? SG_E_PROTO : RNC_E_RETRY,
+					     "%s: %s", s->ops->tag, why);
+		if (waited >= RNC_FILE_WAIT_MS) {
+			rn_req_kill(q, 0);
+			return s->host->errf(err, SG_E_TIMEOUT, "%s: the runner did not answer "
+					     "a file operation within %d s", s->ops->tag,
+					     RNC_FILE_WAIT_MS / 1000);
+		}
+		w = rn_req_wait(q, 1000, cfd);
+		waited += 1000;
+		if (w == 2 || (call && s->host->cancelled(call))) {
+			rn_req_kill(q, 0); /* drops a write */
+			return s->host->errf(err, SG_E_CANCELLED, "%s: cancelled", s->ops->tag);
+		}
+		if (w == 1)
+			waited -= 1000; /* news: the runner is alive */
+	}
+}
+
+/* One request on connection c: 0 with *a, -1 with err. */
+static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
+			 const struct sg_call *call, struct rnc_answer *a, struct sg_err *err)
+{
+	struct rn_req *q = NULL;
+	char why[256];
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	rc = rn_request(c, RN_FILE, f->fields.data, f->fields.len, &q, why, sizeof(why));
+	if (rc < 0)
+		return s->host->errf(err, RNC_E_RETRY, "%s: runner: %s", s->ops->tag, why);
+	if (rc > 0)
+		return s->host->errf(err, SG_E_TOOBIG, "%s: %s %s: %s", s->ops->tag, f->op_name,
+				     f->path, why);
+	if (f->data && ((f->data_len && rn_req_stdin(q, f->data, f->data_len) < 0) ||
+			rn_req_stdin_close(q) < 0)) {
+		/* The answer came early (the runner refused the write) or the
+		 * connection broke: the wait below says which. */
+	}
+	rc = rnc_file_wait(s, q, call, a, err);
+	rn_req_put(q);
+	if (rc == 0 && a->raw && rnc_answer_parse(a) < 0) {
+		rnc_answer_free(a);
+		return s->host->errf(err, SG_E_PROTO, "%s: a malformed file answer from the runner",
+				     s->ops->tag);
+	}
+	return rc;
+}
+
+/* Gets a connection with the capability and runs f, once more on a new
+ * runner when the connection broke first.  Returns 0 (*a), 1 (no runner or
+ * no capability), -1 with err. */
+static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struct sg_call *call,
+		       struct rnc_answer *a, struct sg_err *err)
+{
+	struct sg_err e = { 0 };
+	struct rn_conn *c;
+	int rc = 1;
+
+	if (f->fields.oom)
+		return s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = rnc_site_get(s, &c, err);
+		if (rc != 0)
+			return rc;
+		if (!rn_conn_has_cap(c, RN_CAP_FILES)) {
+			rn_conn_put(c);
+			if (s->ops->plain)
+				return 1;
+			return s->host->errf(err, SG_E_NOTSUP, "%s: the runner %s has no file "
+					     "operations (an older build)", s->ops->tag, s->where);
+		}
+		e.code = SG_E_OK;
+		rc = rnc_file_once(s, c, f, call, a, &e);
+		rn_conn_put(c);
+		if (rc == 0 || e.code != RNC_E_RETRY)
+			break;
+	}
+	if (rc < 0) {
+		if (e.code == RNC_E_RETRY)
+			e.code = SG_E_UNAVAILABLE;
+		if (err)
+			*err = e;
+	}
+	return rc;
+}
+
+/* Starts the fields of an operation. */
+static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op, const char *path)
+{
+	memset(f, 0, sizeof(*f));
+	f->op_name = op_name;
+	f->path = path;
+	rn_put_u32(&f->fields, RN_F_FOP, op);
+	rn_put_str(&f->fields, RN_F_PATH, path);
+}
+
+/* Runs a request whose answer only says success or failure. */
+static int rnc_file_simple(struct rnc_site *s, struct rnc_freq *f, const struct sg_call *call,
+			   struct sg_err *err)
+{
+	struct rnc_answer a;
+	int rc = rnc_file_do(s, f, call, &a, err);
+
+	rn_buf_free(&f->fields);
+	if (rc != 0)
+		return rc;
+	rc = a.err ? rnc_file_fail(s, f->op_name, f->path, &a, err) : 0;
+	rnc_answer_free(&a);
+	return rc;
+}
+
+/* ---- the operations ------------------------------------------------------------------- */
+
+int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
+		  bool whole, const struct sg_call *call, struct sg_buf *out,
+		  struct sg_err *err)
+{
+	uint64_t at = offset, size = 0;
+	struct rnc_answer a;
+	struct rnc_freq f;
+	int rc = 0;
+
+	for (;;) {
+		size_t want = max - (size_t)(at - offset);
+
+		rnc_freq_init(&f, "read", RN_FOP_READ, path);
+		rn_put_u64(&f.fields, RN_F_OFFSET, at);
+		rn_put_u32(&f.fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want :
+			   RN_FILE_CHUNK);
+		rc = rnc_file_do(s, &f, call, &a, err);
+		rn_buf_free(&f.fields);
+		if (rc != 0)
+			return rc;
+		if (a.err) {
+			rc = rnc_file_fail(s, "read", path, &a, err);
+		} else if (at == offset && whole && a.size > offset && a.size - offset > max) {
+			rc = s->host->errf(err, SG_E_TOOBIG, "%s: read %s: the file holds %llu bytes, "
+					   "more than the %zu allowed", s->ops->tag, path,
+					   (unsigned long long)(a.size - offset), max);
+		} else if (a.data_len > want) {
+			rc = s->host->errf(err, SG_E_PROTO, "%s: the runner sent more than asked",
+					   s->ops->tag);
+		} else if (a.data_len && s->host->buf_append(out, a.data, a.data_len) < 0) {
+			rc = s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+		}
+		size = a.size;
+		at += a.data_len;
+		rnc_answer_free(&a);
+		if (rc < 0 || a.data_len == 0 || at - offset >= max || at >= size)
+			return rc;
+	}
+}
+
+int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,
+		   uint32_t mode, bool mkdir, const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_freq f;
+
+	rnc_freq_init(&f, "write", RN_FOP_WRITE, path);
+	if (mode)
+		rn_put_u32(&f.fields, RN_F_FMODE, mode & 07777);
+	if (mkdir)
+		rn_put_u32(&f.fields, RN_F_FFLAGS, RN_FFLAG_PARENTS);
+	f.data = data ? data : "";
+	f.data_len = len;
+	return rnc_file_simple(s, &f, call, err);
+}
+
+int rnc_file_stat(struct rnc_site *s, const char *path, const struct sg_call *call,
+		  struct sg_stat *st, struct sg_err *err)
+{
+	struct rnc_answer a;
+	struct rnc_freq f;
+	int rc;
+
+	rnc_freq_init(&f, "stat", RN_FOP_STAT, path);
+	rc = rnc_file_do(s, &f, call, &a, err);
+	rn_buf_free(&f.fields);
+	if (rc != 0)
+		return rc;
+	if (a.err)
+		rc = rnc_file_fail(s, "stat", path, &a, err);
+	else if (!a.has_stat)
+		rc = s->host->errf(err, SG_E_PROTO, "%s: stat %s: the runner's answer has no "
+				   "attributes", s->ops->tag, path);
+	else
+		*st = a.st;
+	rnc_answer_free(&a);
+	return rc;
+}
+
+static const char *rnc_type_name(int type)
+{
+	static const char *const names[] = { "file", "dir", "symlink", "other" };
+
+	return type >= 0 && type <= SG_FT_OTHER ? names[type] : "other";
+}
+
+/* Appends the entries of one LIST answer to arr; returns how many, or -1. */
+static long rnc_list_entries(const struct rnc_answer *a, const char *dir, json_t *arr)
+{
+	struct rn_iter it, sub;
+	struct rn_field f, g;
+	long n = 0;
+	int rc;
+
+	rn_iter_init(&it, a->raw, a->raw_len);
+	while ((rc = rn_iter_next(&it, &f)) > 0) {
+		struct sg_stat st = { .type = SG_FT_OTHER };
+		char name[1024] = "", *full;
+		int bad = 0, src;
+
+		if (f.tag != RN_F_ENTRY)
+			continue;
+		rn_iter_init(&sub, f.val, f.len);
+		while ((src = rn_iter_next(&sub, &g)) > 0)
+			if (g.tag == RN_F_NAME)
+				bad |= rn_field_str(&g, name, sizeof(name));
+			else
+				rnc_stat_field(&g, &st, &bad);
+		if (src < 0 || bad || !name[0] || strchr(name, '/'))
+			return -1;
+		full = malloc(strlen(dir) + strlen(name) + 2); /* freed below */
+		if (!full)
+			return -1;
+		sprintf(full, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:I, s:i, s:I}", "name", name,
+						     "path", full, "type", rnc_type_name(st.type),
+						     "size", (json_int_t)st.size, "mode", (int)st.mode,
+						     "mtime", (json_int_t)st.mtime));
+		free(full);
+		n++;
+	}
+	return rc < 0 ? -1 : n;
+}
+
+int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *call,
+		  json_t **entries, struct sg_err *err)
+{
+	json_t *arr = json_array();
+	struct rnc_answer a;
+	struct rnc_freq f;
+	uint64_t at = 0;
+	long got;
+	int rc;
+
+	*entries = NULL;
+	if (!arr)
+		return s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+	for (;;) {
+		rnc_freq_init(&f, "list", RN_FOP_LIST, path);
+		rn_put_u64(&f.fields, RN_F_OFFSET, at);
+		rc = rnc_file_do(s, &f, call, &a, err);
+		rn_buf_free(&f.fields);
+		if (rc != 0)
+			break;
+		if (a.err) {
+			rc = rnc_file_fail(s, "list", path, &a, err);
+		} else if ((got = rnc_list_entries(&a, path, arr)) < 0) {
+			rc = s->host->errf(err, SG_E_PROTO, "%s: list %s: a malformed entry from "
+					   "the runner", s->ops->tag, path);
+		} else {
+			at += (uint64_t)got;
+			if (a.flags & RN_FFLAG_CUT)
+				s->host->log(SG_LOG_WARNING, s->ops->tag, "list %s: more than %u "
+					     "entries, the rest is not listed", path, RN_LIST_MAX);
+			if ((a.flags & RN_FFLAG_MORE) && got > 0) {
+				rnc_answer_free(&a);
+				continue;
+			}
+		}
+		rnc_answer_free(&a);
+		break;
+	}
+	if (rc != 0) {
+		json_decref(arr);
+		return rc;
+	}
+	*entries = arr;
+	return 0;
+}
+
+int rnc_file_mkdir(struct rnc_site *s, const char *path, uint32_t mode, bool parents,
+		   const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_freq f;
+
+	rnc_freq_init(&f, "mkdir", RN_FOP_MKDIR, path);
+	if (mode)
+		rn_put_u32(&f.fields, RN_F_FMODE, mode & 07777);
+	if (parents)
+		rn_put_u32(&f.fields, RN_F_FFLAGS, RN_FFLAG_PARENTS);
+	return rnc_file_simple(s, &f, call, err);
+}
+
+int rnc_file_remove(struct rnc_site *s, const char *path, bool recursive,
+		    const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_freq f;
+
+	rnc_freq_init(&f, "remove", RN_FOP_REMOVE, path);
+	if (recursive)
+		rn_put_u32(&f.fields, RN_F_FFLAGS, RN_FFLAG_RECURSIVE);
+	return rnc_file_simple(s, &f, call, err);
+}
+
+int rnc_file_rename(struct rnc_site *s, const char *from, const char *to,
+		    const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_freq f;
+
+	rnc_freq_init(&f, "rename", RN_FOP_RENAME, from);
+	rn_put_str(&f.fields, RN_F_PATH2, to);
+	return rnc_file_simple(s, &f, call, err);
+}

@@ -1,0 +1,3 @@
+// t4502-env-files.mjs on the local backend (its body is written per backend).
+process.env.SG_TEST_BACKEND = 'local';
+await import('./t4502-env-files.mjs');

@@ -1,0 +1,3 @@
+// t4504-env-audit.mjs on the local backend (its body is written per backend).
+process.env.SG_TEST_BACKEND = 'local';
+await import('./t4504-env-audit.mjs');

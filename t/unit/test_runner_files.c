@@ -1,0 +1,357 @@
+/*
+ * The runner's file operations (capability "files") through the one runner
+ * client (plugins/runner/rclient.h): the built static runner is started on
+ * a socketpair by a site whose start op forks it here, and every operation
+ * is checked against what the file system then holds: exact bytes across
+ * several chunks, offsets, a file read whole over its cap, atomic replace
+ * keeping mode and owner, new modes, parents made on request, stat of each
+ * type, a listing of more entries than one answer holds, mkdir, recursive
+ * remove that never follows a link out, rename, a FIFO that must not block
+ * the runner, and a write dropped by a dead runner that leaves no temporary
+ * file and no half-written target.
+ *
+ * The runner is $SG_RUNNER, else $SG_TEST_BUILDDIR/sandgate-runner.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "plugins/runner/rclient.h"
+#include "t/lib/fakehost.h"
+
+static char runner_path[4096];
+static char dir[256];
+static pid_t runner_pid;
+
+static const char *h_config_get(const char *section, const char *key)
+{
+	(void)section;
+	(void)key;
+	return NULL;
+}
+
+static const char *h_state_dir(void)
+{
+	return "/tmp";
+}
+
+static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
+
+/* The start op: the runner on a socketpair, as local.so does without the jail. */
+static int t_start(void *ud, const char *arg, struct rn_conn **out, char *path, size_t size,
+		   struct sg_err *err)
+{
+	struct rn_conn_opts o = { .name = "test", .hello_timeout_ms = 5000 };
+	char id[RN_BUILD_ID_LEN + 1], why[256] = "";
+	struct rn_transport t;
+	int sv[2];
+
+	(void)ud;
+	if (rn_build_id_file(runner_path, id) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return host.errf(err, SG_E_IO, "cannot start %s: %s", runner_path, strerror(errno));
+	o.build_id = id;
+	runner_pid = fork();
+	if (runner_pid == 0) {
+		dup2(sv[1], 0);
+		dup2(sv[1], 1);
+		execl(runner_path, "sandgate-runner", arg, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	rn_fd_transport(sv[0], &t);
+	if (rn_conn_open(&t, &o, out, why, sizeof(why)) < 0)
+		return host.errf(err, SG_E_IO, "%s", why);
+	snprintf(path, size, "%s", runner_path);
+	return 0;
+}
+
+static void t_kill_group(void *ud, long pgid)
+{
+	(void)ud;
+	kill(-(pid_t)pgid, SIGKILL);
+}
+
+static const struct rnc_ops ops = { .tag = "test", .start = t_start, .kill_group = t_kill_group };
+
+static char *at(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+static int errcode(int rc, const struct sg_err *e)
+{
+	return rc < 0 ? e->code : rc;
+}
+
+/* Names in dir that look like our temporary files. */
+static int temps_in(const char *d)
+{
+	struct dirent *de;
+	DIR *dp = opendir(d);
+	int n = 0;
+
+	if (!dp)
+		return -1;
+	while ((de = readdir(dp)))
+		n += strncmp(de->d_name, ".sg-", 4) == 0;
+	closedir(dp);
+	return n;
+}
+
+static void test_read_write(struct rnc_site *s)
+{
+	size_t big = 3u * 1024u * 1024u + 12345u;
+	unsigned char *data = malloc(big);
+	struct sg_buf b = { 0 };
+	struct sg_err e = { 0 };
+	struct stat st;
+	int rc;
+
+	for (size_t i = 0; i < big; i++)
+		data[i] = (unsigned char)(i * 7 + i / 4096);
+	rc = rnc_file_write(s, at("big.bin"), data, big, 0, false, NULL, &e);
+	fakehost_ok(rc == 0, "write %zu bytes (%s)", big, rc ? e.msg : "ok");
+	fakehost_ok(stat(at("big.bin"), &st) == 0 && (size_t)st.st_size == big &&
+		    (st.st_mode & 07777) == 0644, "the file is there, %zu bytes, mode 0644", big);
+	rc = rnc_file_read(s, at("big.bin"), 0, big, true, NULL, &b, &e);
+	fakehost_ok(rc == 0 && b.len == big && memcmp(b.data, data, big) == 0,
+		    "read it back whole, byte for byte, across %zu chunks", big / RN_FILE_CHUNK + 1);
+	sg_buf_release(&b);
+	b = (struct sg_buf){ 0 };
+	rc = rnc_file_read(s, at("big.bin"), 1000000, 10, false, NULL, &b, &e);
+	fakehost_ok(rc == 0 && b.len == 10 && memcmp(b.data, data + 1000000, 10) == 0,
+		    "read 10 bytes at offset 1000000");
+	sg_buf_release(&b);
+	b = (struct sg_buf){ 0 };
+	rc = rnc_file_read(s, at("big.bin"), 0, 1000, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_TOOBIG && b.len == 0,
+		    "a whole read over its cap is SG_E_TOOBIG (%s)", e.msg);
+	sg_buf_release(&b);
+	b = (struct sg_buf){ 0 };
+	rc = rnc_file_write(s, at("empty"), "", 0, 0600, false, NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("empty"), &st) == 0 && st.st_size == 0 &&
+		    (st.st_mode & 07777) == 0600, "an empty file with mode 0600");
+	rc = rnc_file_read(s, at("empty"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(rc == 0 && b.len == 0, "reads back empty");
+	sg_buf_release(&b);
+	free(data);
+}
+
+static void test_replace(struct rnc_site *s)
+{
+	struct sg_buf b = { 0 };
+	struct sg_err e = { 0 };
+	struct stat st;
+	int rc;
+
+	rnc_file_write(s, at("keep"), "old", 3, 0, false, NULL, &e);
+	chmod(at("keep"), 0751);
+	if (geteuid() == 0 && chown(at("keep"), 65534, 65534) < 0) /* CI runs as root */
+		fakehost_ok(0, "chown: %s", strerror(errno));
+	rc = rnc_file_write(s, at("keep"), "new!", 4, 0600, false, NULL, &e);
+	if (stat(at("keep"), &st) < 0)
+		memset(&st, 0, sizeof(st));
+	fakehost_ok(rc == 0 && (st.st_mode & 07777) == 0751 && st.st_size == 4,
+		    "a replaced file keeps its mode (%o)", st.st_mode & 07777);
+	if (geteuid() == 0)
+		fakehost_ok(st.st_uid == 65534 && st.st_gid == 65534,
+			    "... and its owner (%u:%u)", st.st_uid, st.st_gid);
+	else
+		fakehost_ok(st.st_uid == geteuid(), "... and, not root, stays its writer's");
+	rnc_file_read(s, at("keep"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(b.len == 4 && memcmp(b.data, "new!", 4) == 0, "... with the new bytes");
+	sg_buf_release(&b);
+	if (symlink("keep", at("link")) < 0)
+		fakehost_ok(0, "symlink: %s", strerror(errno));
+	rc = rnc_file_write(s, at("link"), "via link", 8, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && lstat(at("link"), &st) == 0 && S_ISLNK(st.st_mode) &&
+		    stat(at("keep"), &st) == 0 && st.st_size == 8,
+		    "a write through a link replaces its target, the link stays");
+	rc = rnc_file_write(s, at("a/b/c.txt"), "x", 1, 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "no parents without mkdir: SG_E_NOTFOUND (%s)",
+		    e.msg);
+	rc = rnc_file_write(s, at("a/b/c.txt"), "x", 1, 0, true, NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("a/b/c.txt"), &st) == 0, "with mkdir the parents are made");
+	rc = rnc_file_write(s, at("a"), "x", 1, 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "writing over a directory is SG_E_INVAL (%s)",
+		    e.msg);
+	fakehost_ok(temps_in(dir) == 0 && temps_in(at("a/b")) == 0, "no temporary file is left");
+}
+
+static void test_stat_list(struct rnc_site *s)
+{
+	struct sg_err e = { 0 };
+	struct sg_stat st;
+	json_t *list = NULL;
+	size_t i, n = 30000;
+	bool sorted = true;
+	int rc;
+
+	rc = rnc_file_stat(s, at("keep"), NULL, &st, &e);
+	fakehost_ok(rc == 0 && st.type == SG_FT_FILE && st.size == 8 && st.mode == 0751,
+		    "stat of a file: type, size, mode");
+	rc = rnc_file_stat(s, at("link"), NULL, &st, &e);
+	fakehost_ok(rc == 0 && st.type == SG_FT_SYMLINK, "stat of a link is the link's (lstat)");
+	rc = rnc_file_stat(s, at("a"), NULL, &st, &e);
+	fakehost_ok(rc == 0 && st.type == SG_FT_DIR, "stat of a directory");
+	rc = rnc_file_stat(s, at("nothing"), NULL, &st, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "stat of nothing: SG_E_NOTFOUND");
+
+	mkdir(at("many"), 0755);
+	for (i = 0; i < n; i++) {
+		char name[64];
+		int fd;
+
+		snprintf(name, sizeof(name), "many/entry-with-a-longish-name-%06zu", i);
+		fd = open(at(name), O_CREAT | O_WRONLY, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	rc = rnc_file_list(s, at("many"), NULL, &list, &e);
+	for (i = 1; rc == 0 && i < json_array_size(list); i++)
+		sorted &= strcmp(json_string_value(json_object_get(json_array_get(list, i - 1), "name")),
+				 json_string_value(json_object_get(json_array_get(list, i), "name"))) < 0;
+	fakehost_ok(rc == 0 && json_array_size(list) == n && sorted,
+		    "a list of %zu entries (more than one answer holds), sorted, none twice (%zu)", n,
+		    json_array_size(list));
+	json_decref(list);
+	rc = rnc_file_list(s, dir, NULL, &list, &e);
+	{
+		const json_t *l = NULL, *d = NULL, *x;
+		size_t k;
+
+		json_array_foreach(list, k, x) {
+			if (strcmp(json_string_value(json_object_get(x, "name")), "link") == 0)
+				l = x;
+			if (strcmp(json_string_value(json_object_get(x, "name")), "a") == 0)
+				d = x;
+		}
+		fakehost_ok(rc == 0 && l && d &&
+			    strcmp(json_string_value(json_object_get(l, "type")), "symlink") == 0 &&
+			    strcmp(json_string_value(json_object_get(d, "type")), "dir") == 0 &&
+			    strcmp(json_string_value(json_object_get(d, "path")), at("a")) == 0,
+			    "entries carry type and full path");
+	}
+	json_decref(list);
+	rc = rnc_file_list(s, at("keep"), NULL, &list, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && !list, "listing a file is SG_E_INVAL (%s)", e.msg);
+}
+
+static void test_mkdir_remove_rename(struct rnc_site *s)
+{
+	char outside[300], precious[320];
+	struct sg_err e = { 0 };
+	struct stat st;
+	int rc;
+
+	rc = rnc_file_mkdir(s, at("m/n/o"), 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "mkdir without parents of a deep path fails");
+	rc = rnc_file_mkdir(s, at("m/n/o"), 0700, true, NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("m/n/o"), &st) == 0 && S_ISDIR(st.st_mode),
+		    "mkdir with parents");
+	rc = rnc_file_mkdir(s, at("m"), 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_EXISTS, "mkdir of an existing one: SG_E_EXISTS");
+
+	/* A link out of the tree must survive the tree's removal. */
+	snprintf(outside, sizeof(outside), "%s.outside", dir);
+	snprintf(precious, sizeof(precious), "%s/precious", outside);
+	mkdir(outside, 0755);
+	close(open(precious, O_CREAT | O_WRONLY, 0644));
+	if (symlink(outside, at("m/n/out")) < 0)
+		fakehost_ok(0, "symlink: %s", strerror(errno));
+	rc = rnc_file_remove(s, at("m"), false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_EXISTS, "removing a full directory needs recursive");
+	rc = rnc_file_remove(s, at("m"), true, NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("m"), &st) < 0, "recursive remove of a tree");
+	fakehost_ok(stat(precious, &st) == 0,
+		    "... never following a link out of it");
+	rc = rnc_file_remove(s, at("m"), true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "removing nothing: SG_E_NOTFOUND");
+	rc = rnc_file_rename(s, at("empty"), at("renamed"), NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("renamed"), &st) == 0 && stat(at("empty"), &st) < 0,
+		    "rename");
+	rc = rnc_file_remove(s, at("renamed"), false, NULL, &e);
+	fakehost_ok(rc == 0 && stat(at("renamed"), &st) < 0, "remove a file");
+}
+
+static void test_fifo(struct rnc_site *s)
+{
+	struct sg_buf b = { 0 };
+	struct sg_err e = { 0 };
+	int rc;
+
+	mkfifo(at("fifo"), 0644);
+	rc = rnc_file_read(s, at("fifo"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "reading a FIFO is refused, never blocks (%s)",
+		    e.msg);
+	rc = rnc_file_read(s, dir, 0, 100, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "reading a directory is SG_E_INVAL");
+	sg_buf_release(&b);
+}
+
+/* The runner dies in the middle of a write: the target keeps its bytes, no
+ * temporary file stays, the next operation runs on a new runner. */
+static void test_dead_runner(struct rnc_site *s)
+{
+	struct sg_buf b = { 0 };
+	struct sg_err e = { 0 };
+	int rc;
+
+	rnc_file_write(s, at("target"), "before", 6, 0, false, NULL, &e);
+	kill(runner_pid, SIGKILL);
+	waitpid(runner_pid, NULL, 0);
+	rc = rnc_file_write(s, at("target"), "after", 5, 0, false, NULL, &e);
+	fakehost_ok(rc == 0, "a write on a dead runner runs on a new one (%s)", rc ? e.msg : "ok");
+	rnc_file_read(s, at("target"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(b.len == 5 && memcmp(b.data, "after", 5) == 0, "... and wrote the file");
+	sg_buf_release(&b);
+	fakehost_ok(temps_in(dir) == 0, "no temporary file is left");
+}
+
+int main(void)
+{
+	const char *p = getenv("SG_RUNNER"), *bd = getenv("SG_TEST_BUILDDIR");
+	struct rnc_site s;
+	char cmd[600];
+
+	signal(SIGPIPE, SIG_IGN);
+	if (p && *p)
+		snprintf(runner_path, sizeof(runner_path), "%s", p);
+	else
+		snprintf(runner_path, sizeof(runner_path), "%s/sandgate-runner",
+			 bd && *bd ? bd : ".");
+	snprintf(dir, sizeof(dir), "/tmp/sg-files-XXXXXX");
+	if (!mkdtemp(dir)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	rnc_site_init(&s, &host, &ops, NULL, "in the test", true, false);
+	test_read_write(&s);
+	test_replace(&s);
+	test_stat_list(&s);
+	test_mkdir_remove_rename(&s);
+	test_fifo(&s);
+	test_dead_runner(&s);
+	rnc_site_fini(&s);
+	waitpid(runner_pid, NULL, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.outside'", dir, dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return fakehost_done();
+}

@@ -387,9 +387,8 @@ static void row_details(struct row *r)
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
 done:
+	/* r->args stays: the row's action points into it */
 	json_decref(src);
-	json_decref(r->args);
-	r->args = NULL;
 	sg_bulk_free(r->bulk);
 	r->bulk = NULL;
 }

@@ -14,6 +14,7 @@
 
 #include <openssl/crypto.h>
 
+#include "core/base/buf.h"
 #include "core/base/log.h"
 #include "core/base/util.h"
 #include "core/registry/hostapi.h"
@@ -132,22 +133,46 @@ static bool part_at(const char *p)
 	return false;
 }
 
-bool sg_redact_key_is_secret(const char *k)
+/* k with case, '-' and '_' dropped into norm (cut at its size); its length. */
+static size_t normalise(const char *k, char *norm, size_t size)
 {
-	char norm[64];
 	size_t n = 0;
 
-	for (; *k && n < sizeof(norm) - 1; k++)
+	for (; *k && n < size - 1; k++)
 		if (*k != '_' && *k != '-')
 			norm[n++] = (char)tolower((unsigned char)*k);
 	norm[n] = '\0';
-	for (size_t i = 0; exact[i]; i++)
-		if (norm[0] == exact[i][0] && !strcmp(norm, exact[i]))
-			return true;
+	return n;
+}
+
+/* A name of a secret, normalised: one holding a part above, or "key" or a
+ * name ending in it (ssh_key, signing-key). */
+static bool names_secret(const char *norm, size_t n)
+{
+	if (n >= 3 && !strcmp(norm + n - 3, "key"))
+		return true;
 	for (size_t i = 0; i < n; i++)
 		if (strchr("pstac", norm[i]) && part_at(norm + i))
 			return true;
 	return false;
+}
+
+bool sg_redact_key_is_secret(const char *k)
+{
+	char norm[64];
+	size_t n = normalise(k, norm, sizeof(norm));
+
+	for (size_t i = 0; exact[i]; i++)
+		if (norm[0] == exact[i][0] && !strcmp(norm, exact[i]))
+			return true;
+	return names_secret(norm, n);
+}
+
+bool sg_redact_key_names_secret(const char *k)
+{
+	char norm[64];
+
+	return names_secret(norm, normalise(k, norm, sizeof(norm)));
 }
 
 json_t *sg_redact_digest(const void *p, size_t n)
@@ -209,4 +234,143 @@ static json_t *redact(json_t *v, bool all_values)
 json_t *sg_redact(json_t *args)
 {
 	return args ? redact(args, false) : json_object();
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+/* Appends to out every string under v (v itself included). */
+static void strings_under(json_t *v, json_t *out)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	if (json_is_string(v) && json_string_length(v) >= SG_REDACT_MIN_SECRET)
+		json_array_append(out, v);
+	else if (json_is_object(v))
+		json_object_foreach(v, k, x)
+			strings_under(x, out);
+	else if (json_is_array(v))
+		json_array_foreach(v, i, x)
+			strings_under(x, out);
+}
+
+static void collect(json_t *v, json_t *out)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach(v, k, x) {
+			if (sg_redact_key_names_secret(k))
+				strings_under(x, out);
+			else
+				collect(x, out);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			collect(x, out);
+	}
+}
+
+json_t *sg_redact_secrets(json_t *args)
+{
+	json_t *out = json_array();
+
+	collect(args, out);
+	if (json_array_size(out))
+		return out;
+	json_decref(out);
+	return NULL;
+}
+
+/* s[0..n) with every occurrence of each secret replaced, or NULL when it
+ * holds none.  New string (the caller's). */
+static char *scrub_text(const char *s, size_t n, json_t *secrets, size_t *out_len)
+{
+	struct sg_buf b = { 0 };
+	size_t i = 0, from = 0, k;
+	json_t *x;
+	bool hit = false;
+
+	while (i < n) {
+		size_t len = 0;
+
+		json_array_foreach(secrets, k, x) {
+			size_t l = json_string_length(x);
+
+			if (l <= n - i && !memcmp(s + i, json_string_value(x), l)) {
+				len = l;
+				break;
+			}
+		}
+		if (!len) {
+			i++;
+			continue;
+		}
+		hit = true;
+		if (sg_buf_append(&b, s + from, i - from) < 0 ||
+		    sg_buf_append(&b, SG_REDACTED, strlen(SG_REDACTED)) < 0)
+			abort(); /* out of memory: the sg_xmalloc policy */
+		i += len;
+		from = i;
+	}
+	if (!hit)
+		return NULL;
+	if (sg_buf_append(&b, s + from, n - from) < 0)
+		abort();
+	*out_len = b.len;
+	return b.data;
+}
+
+/* True when s[0..n) may hold a secret: the first byte of one is there. */
+static bool may_hold(const char *s, size_t n, json_t *secrets)
+{
+	size_t k;
+	json_t *x;
+
+	json_array_foreach(secrets, k, x)
+		if (memchr(s, json_string_value(x)[0], n))
+			return true;
+	return false;
+}
+
+void sg_redact_scrub(json_t *v, json_t *secrets)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	if (!secrets || !v)
+		return;
+	if (json_is_object(v)) {
+		json_object_foreach(v, k, x) {
+			if (json_is_string(x)) {
+				size_t n = json_string_length(x), len;
+				char *t = may_hold(json_string_value(x), n, secrets)
+					? scrub_text(json_string_value(x), n, secrets, &len) : NULL;
+
+				if (t)
+					json_object_set_new(v, k, json_stringn_nocheck(t, len));
+				free(t);
+			} else {
+				sg_redact_scrub(x, secrets);
+			}
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x) {
+			if (json_is_string(x)) {
+				size_t n = json_string_length(x), len;
+				char *t = may_hold(json_string_value(x), n, secrets)
+					? scrub_text(json_string_value(x), n, secrets, &len) : NULL;
+
+				if (t)
+					json_array_set_new(v, i, json_stringn_nocheck(t, len));
+				free(t);
+			} else {
+				sg_redact_scrub(x, secrets);
+			}
+		}
+	}
 }

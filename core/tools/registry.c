@@ -15,6 +15,7 @@
 #include "core/registry/provision.h"
 #include "core/protocol/session.h"
 #include "core/protocol/bulk.h"
+#include "core/registry/redact.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -197,7 +198,8 @@ static json_t *text_block(const char *text)
 	return json_pack("{s:s, s:s}", "type", "text", "text", text);
 }
 
-json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args,
+			 json_t *secrets)
 {
 	json_t *result = NULL, *content, *extra;
 	json_t *empty = NULL;
@@ -216,6 +218,8 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 	if (tool->fn(t, args, &result, &err) < 0)
 		goto fail;
 	json_decref(empty);
+	/* before the text is made from it: a secret's JSON form may differ */
+	sg_redact_scrub(result, secrets);
 	extra = json_incref(json_object_get(result, "_content"));
 	json_object_del(result, "_content");
 	/* A result of only "_content" is exactly those blocks (the conformance
@@ -238,6 +242,18 @@ fail:
 	if (err.code == SG_E_OK)
 		sg_errf(&err, SG_E_INTERNAL, "%s failed", tool->name);
 	return json_pack("{s:[o], s:b}", "content", text_block(err.msg), "isError", 1);
+}
+
+json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+{
+	/* The result never holds a secret the caller passed (redact.h): most
+	 * calls pass none, and pay one walk of their arguments. */
+	json_t *secrets = json_is_object(args) ? sg_redact_secrets(args) : NULL;
+	json_t *result = call_tool(t, tool, args, secrets);
+
+	sg_redact_scrub(result, secrets);
+	json_decref(secrets);
+	return result;
 }
 
 int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name, bool required,

@@ -72,7 +72,9 @@ json_t *sg_tools_list(void);
 const char *sg_tools_list_text(size_t *len);
 
 /* Runs a tool and returns the CallToolResult (new reference).  args may be
- * NULL (no arguments). */
+ * NULL (no arguments).  Every secret args holds (a string under a key that
+ * names one, core/registry/redact.h) is replaced by "[redacted]" wherever
+ * the result would show it. */
 json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args);
 
 /* A string argument as bytes: the call's large argument of that name when

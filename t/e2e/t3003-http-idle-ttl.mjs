@@ -11,15 +11,8 @@ t.run(async () => {
   const idle = await connect(srv.url, { name: 'idle', quiet: true });
   const busy = await connect(srv.url, { name: 'busy', quiet: true });
   const chatty = await connect(srv.url, { name: 'chatty', quiet: true });
-  await Promise.all([
-    idle.tool('run_command', { command: 'true' }),
-    busy.tool('run_command', { command: 'true' }),
-  ]);
-  t.is((await containersOfSid(idle.sessionId)).length, 1, 'the idle session has a container');
-
-  // busy: one call longer than the TTL; chatty: a ping every 700 ms
-  const t0 = Date.now();
-  const long = busy.tool('run_command', { command: 'sleep 4; echo done' }, { timeout: 60000 });
+  // chatty: a ping every 700 ms from the start (creating the containers
+  // below can take longer than the TTL on a loaded host)
   let pinging = true;
   const pings = (async () => {
     let n = 0;
@@ -30,6 +23,15 @@ t.run(async () => {
     }
     return n;
   })();
+  await Promise.all([
+    idle.tool('run_command', { command: 'true' }),
+    busy.tool('run_command', { command: 'true' }),
+  ]);
+  t.is((await containersOfSid(idle.sessionId)).length, 1, 'the idle session has a container');
+
+  // busy: one call longer than the TTL
+  const t0 = Date.now();
+  const long = busy.tool('run_command', { command: 'sleep 4; echo done' }, { timeout: 60000 });
 
   const gone = await waitFor(async () => (await containersOfSid(idle.sessionId)).length === 0, 8000);
   const took = Date.now() - t0;

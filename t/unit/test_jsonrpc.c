@@ -515,8 +515,8 @@ static void test_initialize_versions(void **state)
 		assert_string_equal(f->s->protocol, "");
 		check_initialize(f, asked_want[i][0], asked_want[i][1]);
 	}
-	expect_error(f, "{"jsonrpc":"2.0","id":2,"method":"initialize","params":"
-		     "{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}",
+	expect_error(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":"
+		     "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}",
 		     "2", SG_RPC_INVALID_REQUEST,
 		     "initialize was already answered in this session (protocol 2025-11-25): a session is initialized once; "
 		     "to start over, open a new session (stdio: a new process; HTTP: initialize without Mcp-Session-Id)");

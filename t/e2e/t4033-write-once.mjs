@@ -5,7 +5,7 @@
 // bytes to the runner: docker.so packs a tar of the content first, one more
 // whole copy of its own.  The row of each large write holds the content's
 // keyed hash and length, made from the decoded bytes; sandbox_file_write
-// takes the same path.  And results never hold a secret the caller passed:
+// takes the same path, and so does an HTTP body.  And results never hold a secret the caller passed:
 // a value under a key that names one (envs SG_API_KEY, MY_TOKEN) is
 // [redacted] in the result, in a session and in `sandgate call`.
 import { createHash, createHmac } from 'node:crypto';
@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { t, preflight, sdkClient, runCli, tmpdir } from '../lib/sg.mjs';
+import { startHttp, connect } from '../http/lib.mjs';
 
 const execFileP = promisify(execFile);
 const MB = 1000 * 1000;
@@ -73,6 +74,19 @@ t.run(async () => {
     ['sandbox_file_write', { hmac_sha256: mac(small), len: Buffer.byteLength(small) }],
   ], 'each large write\'s row holds its content\'s keyed hash and length');
   t.is(JSON.parse(rows[0]?.details ?? '{}').path, '/workspace/big.txt', '... and its other arguments as they are');
+
+  // ---- over HTTP: the body is given to the router the same way
+  const http = await startHttp({ args: local });
+  const hc = await connect(http.url, { name: 'big' });
+  const mid = text(8 * MB);
+  const hw = await hc.tool('write_file', { path: '/workspace/h.txt', content: mid }, { timeout: 120000 });
+  t.is(hw.bytes_written, Buffer.byteLength(mid), 'HTTP: write_file of 8 MB: bytes_written');
+  const hs = await hc.tool('run_command', { command: 'sha256sum < /workspace/h.txt' });
+  t.is(hs.stdout, `${sha(mid)}  -\n`, 'HTTP: the file is exact');
+  await hc.terminate();
+  await hc.close();
+  const stop = await http.stop();
+  t.ok(stop?.code === 0, 'HTTP: SIGTERM: exit 0', stop);
 
   // ---- sandgate call: the same result, and its row
   const c = await runCli([...local, 'call', 'run_command', JSON.stringify({ command: 'echo "t=$MY_TOKEN"', envs: { MY_TOKEN: secret } })]);

@@ -36,9 +36,10 @@ bool sg_audit_file_backed(void);
  * them, and the caller may not touch them any more; NULL for none), its
  * large argument taken apart from them (taken too; NULL for none,
  * core/protocol/bulk.h), the CallToolResult (borrowed, may be NULL), how
- * long it took, and whether the client cancelled it.  Never fails the call: problems are logged.  Call it
- * before the reply goes out: a query made after the reply then finds the
- * row (a query writes what is queued before it reads). */
+ * long it took, and whether the client cancelled it.  Never fails the
+ * call: problems are logged.  Call it before the reply goes out: a query
+ * made after the reply then finds the row (a query writes what is queued
+ * before it reads). */
 struct sg_bulk;
 void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 			struct sg_bulk *bulk, json_t *call_result, int64_t duration_ms,

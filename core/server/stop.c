@@ -15,6 +15,7 @@
 #include "core/base/util.h"
 #include "core/protocol/session.h"
 #include "core/registry/audit.h"
+#include "core/registry/machine.h"
 #include "core/server/stop.h"
 
 /* How long the audit batch may take to be written on the way out. */
@@ -54,6 +55,7 @@ _Noreturn void sg_stop_now(int code, const char *why, ...)
 	if (sg_audit_flush(FLUSH_MS) < 0)
 		SG_WARN("the audit rows of the last %d ms may be lost: the database did not answer within %d ms",
 			100, FLUSH_MS);
+	sg_machine_sweep_reap();
 	_exit(code);
 }
 

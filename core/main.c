@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/protocol/call.h"
+#include "core/registry/audit.h"
 #include "core/cli/cli.h"
 #include "core/cli/progress.h"
 #include "core/base/conf.h"
@@ -17,6 +18,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/server/mcp.h"
+#include "core/server/stop.h"
 #include "core/registry/plugin.h"
 #include "core/registry/provision.h"
 #include "core/registry/reaper.h"
@@ -344,6 +346,7 @@ static int run_call(const struct cli *c)
 	struct sg_call *call;
 	struct sg_tool_ctx t;
 	char owner[64];
+	int64_t t0;
 	int rc;
 
 	if (!tool && sg_tool_unserved_family(c->tool)) {
@@ -373,8 +376,13 @@ static int run_call(const struct cli *c)
 	json_decref(token);
 	t.s = s;
 	t.call = call;
+	t0 = sg_now_ms();
 	res = sg_tool_call(&t, tool, args);
 	sg_cli_progress_end();
+	/* A row like a session's (the audit writer is stopped, and the row
+	 * written, by sg_tools_fini()). */
+	sg_audit_tool_call(s, tool->name, args, NULL, res, sg_now_ms() - t0, false);
+	args = NULL; /* the row's now */
 	if (json_is_true(json_object_get(res, "isError"))) {
 		fprintf(stderr, "sandgate: %s: %s\n", c->tool,
 			json_string_value(json_object_get(
@@ -414,8 +422,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
-	if (!strcmp(c.command, "stdio"))
-		sg_stdio_block_signals(); /* before any thread starts */
+	if (server)
+		sg_stop_block_signals(); /* before any thread starts: read by one thread */
 	rc = setup(&c, server);
 	if (rc)
 		goto out;
@@ -435,6 +443,9 @@ int main(int argc, char **argv)
 			rc = sg_http_run(); /* provisions after it knows its credentials */
 		else
 			rc = sg_default_machine_provision() < 0 ? EXIT_TOOL_ERROR : sg_stdio_run();
+		/* A thread stuck in a plugin: no teardown (it would unload the
+		 * plugin under it); the audit batch is written on the way out. */
+		sg_stop_exit_if_abandoned(rc);
 		sg_reaper_stop();
 	}
 	if (server) {

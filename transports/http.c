@@ -31,9 +31,23 @@
  *   struct req     one HTTP request (MHD's con_cls), freed when MHD reports
  *                  the request complete.
  *
- * Lock order: srv.lock, then an hsess lock.  The core's session lock is
- * never taken while holding either.  MHD_resume_connection() is called
- * with no lock held.
+ * Lock order: a thread holding one of these may take the ones after it,
+ * never one before it:
+ *   1. MHD's response mutex (MHD holds it while it calls sse_read()),
+ *   2. srv.lock,
+ *   3. an hsess lock, or the core's session lock (sg_session.lock; never
+ *      both at once),
+ *   4. MHD's daemon mutex (MHD_suspend_connection() takes it; it is called
+ *      under an hsess lock so that the resume cannot come before it).
+ * MHD_queue_response() takes the response's mutex (1), so a response is
+ * queued only with no lock held.  Queueing the SSE response of a POST
+ * under its hsess lock made ThreadSanitizer report a lock-order inversion
+ * between libmicrohttpd and this file: hsess lock then response mutex on
+ * the request's thread (post_handle), response mutex then hsess lock in
+ * sse_read() on the same response.  It could not deadlock as it was (a
+ * response is queued once, on its connection's own thread, before MHD reads
+ * from it), but only that timing kept it so; now the order holds.
+ * MHD_resume_connection() is called with no lock held.
  */
 #include "config.h"
 
@@ -66,6 +80,7 @@
 #include "core/base/log.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
+#include "core/server/stop.h"
 #include "core/protocol/session.h"
 #include "core/registry/provision.h"
 #include "core/tools/registry.h"
@@ -89,37 +104,39 @@ static enum MHD_Result queue(struct req *r, unsigned status, struct MHD_Response
 	if (!resp)
 		return MHD_NO;
 	r->responded = true;
+	http_conn_whole(r->conn); /* answered: its deadline no longer runs */
 	ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
 
-/* Answers with body (taken: freed by MHD) as application/json. */
-static enum MHD_Result reply_json(struct req *r, unsigned status, char *body, size_t len,
-				  const char *session_id)
+/* Responses are made by the *_response() functions and queued by queue(),
+ * never while an hsess lock is held (see the lock order above). */
+
+/* body (taken: freed by MHD) as application/json. */
+static struct MHD_Response *json_response(char *body, size_t len, const char *session_id)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 
 	if (!resp) {
 		free(body);
-		return MHD_NO;
+		return NULL;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	if (session_id)
 		MHD_add_response_header(resp, HDR_SESSION, session_id);
-	return queue(r, status, resp);
+	return resp;
 }
 
-static enum MHD_Result reply_empty(struct req *r, unsigned status)
+static struct MHD_Response *empty_response(void)
 {
-	return queue(r, status,
-		     MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+	return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 }
 
 /* An HTTP error with a JSON-RPC error body without id (MCP basic/transports:
  * "the HTTP response body MAY comprise a JSON-RPC error response that has
  * no id"); -32001 is what the SDKs use for an unknown session. */
-static enum MHD_Result reply_error(struct req *r, unsigned status, const char *msg)
+static struct MHD_Response *error_response(const struct req *r, unsigned status, const char *msg)
 {
 	json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
 			      status == MHD_HTTP_NOT_FOUND ? -32001 : -32000,
@@ -129,12 +146,9 @@ static enum MHD_Result reply_error(struct req *r, unsigned status, const char *m
 	struct MHD_Response *resp;
 
 	json_decref(j);
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	resp = json_response(body, len, NULL);
+	if (!resp)
+		return NULL;
 	if (status == MHD_HTTP_UNAUTHORIZED)
 		/* RFC 6750 section 3. */
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -145,7 +159,23 @@ static enum MHD_Result reply_error(struct req *r, unsigned status, const char *m
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
 	SG_DEBUG("http: %u %s", status, msg);
-	return queue(r, status, resp);
+	return resp;
+}
+
+static enum MHD_Result reply_json(struct req *r, unsigned status, char *body, size_t len,
+				  const char *session_id)
+{
+	return queue(r, status, json_response(body, len, session_id));
+}
+
+static enum MHD_Result reply_empty(struct req *r, unsigned status)
+{
+	return queue(r, status, empty_response());
+}
+
+static enum MHD_Result reply_error(struct req *r, unsigned status, const char *msg)
+{
+	return queue(r, status, error_response(r, status, msg));
 }
 
 /* ---- request checks (transports/http_check.c) ------------------------------ */
@@ -255,20 +285,27 @@ static bool post_register(struct req *r)
 
 /* Chooses how the reply travels (hs->lock held, after sg_mcp_handle()):
  * SSE when the client takes it and the reply is not complete yet (or
- * notifications came first); JSON otherwise (doc/http.md). */
-static enum MHD_Result post_decide_locked(struct req *r, int n, const char *new_id, bool prime)
+ * notifications came first); JSON otherwise (doc/http.md).  Returns the
+ * response for the caller to queue once the lock is released, its status
+ * in *status; or NULL with *status 0 when the connection is parked until
+ * the final message (JSON mode, still running); or NULL with *status set
+ * when no response could be made. */
+static struct MHD_Response *post_decide_locked(struct req *r, int n, const char *new_id, bool prime,
+					       unsigned *status)
 {
 	struct stream *st = r->st;
-	struct MHD_Response *resp;
 	char *body;
 
+	*status = MHD_HTTP_OK;
 	/* 202: only notifications or responses, or a call cancelled already */
-	if (!st->final && (n == 0 || st->done))
-		return reply_empty(r, MHD_HTTP_ACCEPTED);
+	if (!st->final && (n == 0 || st->done)) {
+		*status = MHD_HTTP_ACCEPTED;
+		return empty_response();
+	}
 	if (st->done && st->final && (!r->v.want_sse || (r->v.want_json && st->out.len == 0))) {
 		body = st->final;
 		st->final = NULL;
-		return reply_json(r, MHD_HTTP_OK, body, st->final_len, new_id);
+		return json_response(body, st->final_len, new_id);
 	}
 	if (r->v.want_sse) {
 		st->mode = MODE_SSE;
@@ -281,24 +318,27 @@ static enum MHD_Result post_decide_locked(struct req *r, int n, const char *new_
 		}
 		http_stream_list_locked(st);
 		st->conn = r->conn;
-		resp = http_sse_response_locked(st);
-		return queue(r, MHD_HTTP_OK, resp);
+		return http_sse_response_locked(st);
 	}
-	/* JSON, still running: park the connection until the final message. */
+	/* JSON, still running: park the connection until the final message.
+	 * Suspended under the lock, so that the final message's resume
+	 * (http_send(), under the same lock) cannot come before it. */
 	st->mode = MODE_JSON;
 	sg_buf_release(&st->out);
 	http_stream_list_locked(st);
 	st->conn = r->conn;
 	st->suspended = true;
 	MHD_suspend_connection(r->conn);
-	return MHD_YES;
+	*status = 0;
+	return NULL;
 }
 
 static enum MHD_Result post_handle(struct req *r)
 {
 	bool is_new = false, registered = false, prime;
+	struct MHD_Response *resp;
 	struct hsess *hs;
-	enum MHD_Result ret;
+	unsigned status;
 	int n;
 
 	if (!r->hs) {
@@ -319,7 +359,10 @@ static enum MHD_Result post_handle(struct req *r)
 	r->st->owed = true;
 	pthread_mutex_unlock(&hs->lock);
 
-	n = sg_mcp_handle(hs->s, r->body.data ? r->body.data : "", r->body.len, r->st);
+	/* The body is given away: a large argument is decoded from it once,
+	 * its pages returned as they are read (core/protocol/bulk.h). */
+	n = r->body.data ? sg_mcp_handle_taking(hs->s, r->body.data, r->body.len, r->st)
+			 : sg_mcp_handle(hs->s, "", 0, r->st);
 	sg_buf_release(&r->body);
 	if (is_new)
 		registered = post_register(r);
@@ -333,12 +376,19 @@ static enum MHD_Result post_handle(struct req *r)
 	 * reference keeps the stream alive here. */
 	if (n == 0 && r->st->owed)
 		http_stream_settle_locked(r->st);
-	if (r->v.status) /* initialize answered, but no room for the session */
-		ret = reply_error(r, r->v.status, r->v.why);
-	else
-		ret = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime);
+	if (r->v.status) { /* initialize answered, but no room for the session */
+		status = r->v.status;
+		resp = error_response(r, r->v.status, r->v.why);
+	} else {
+		resp = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime, &status);
+	}
 	pthread_mutex_unlock(&hs->lock);
-	return ret;
+	/* Queued with no lock held: MHD_queue_response() takes the response's
+	 * mutex, and MHD holds that mutex while it calls sse_read(), which
+	 * takes hs->lock (the lock order above). */
+	if (!resp)
+		return status ? MHD_NO : MHD_YES;
+	return queue(r, status, resp);
 }
 
 /* The JSON-mode wait is over: the final message, or none (cancelled, or
@@ -586,23 +636,81 @@ static void req_free(struct req *r)
 	atomic_fetch_sub(&http_srv.live_reqs, 1);
 }
 
-static void req_body(struct req *r, const char *data, size_t n)
+/* Set on an MHD thread just before it is told to close a connection on
+ * purpose, so that mhd_log() leaves out MHD's "internal error" line. */
+static __thread bool closing_on_purpose;
+
+static enum MHD_Result close_on_purpose(void)
 {
+	closing_on_purpose = true;
+	return MHD_NO;
+}
+
+/* A body that outgrows [server] max_message_bytes while it arrives
+ * (chunked: no Content-Length to refuse it by) is refused at once.
+ * libmicrohttpd 0.9.75 cannot queue a response while it hands out upload
+ * data (microhttpd.h, MHD_AccessHandlerCallback), and nothing has been sent
+ * on the connection yet, so the 413 is written to the socket here, with
+ * Connection: close.  The rest of the body is then read and dropped for
+ * REFUSE_LINGER_MS (a client still sending would otherwise get a reset
+ * instead of the answer) and the connection closed.  Returns MHD_YES to
+ * read on, MHD_NO when the answer could not be written (closed at once). */
+static enum MHD_Result refuse_now(struct req *r, unsigned status, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+			      -32000, "message", msg);
+	size_t len, hlen, off = 0;
+	char *body = sg_rpc_dump(j, &len), head[160];
+	struct sg_buf out = { 0 };
+	MHD_socket fd = http_conn_fd(r->conn);
+
+	json_decref(j);
+	hlen = (size_t)snprintf(head, sizeof(head),
+				"HTTP/1.1 %u Content Too Large\r\nConnection: close\r\n"
+				"Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+				status, len);
+	http_buf_add(&out, head, hlen);
+	http_buf_add(&out, body, len);
+	free(body);
+	while (fd != MHD_INVALID_SOCKET && off < out.len) {
+		ssize_t w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	sg_buf_release(&out);
+	r->responded = true;
+	r->refused_ms = sg_now_ms();
+	http_conn_whole(r->conn);
+	SG_DEBUG("http: %u %s (while the body arrived)", status, msg);
+	return off == hlen + len ? MHD_YES : close_on_purpose();
+}
+
+/* Takes n more bytes of the body.  Returns MHD_YES, or MHD_NO to close the
+ * connection. */
+static enum MHD_Result req_body(struct req *r, const char *data, size_t n)
+{
+	if (r->refused_ms)
+		return sg_now_ms() - r->refused_ms < REFUSE_LINGER_MS ? MHD_YES : close_on_purpose();
 	if (r->v.status || r->responded)
-		return; /* an error is coming: the body is read and dropped */
+		return MHD_YES; /* an error is coming: the body is read and dropped */
 	if (r->v.kind != SG_HTTP_POST) {
 		sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST, "bad request: %s takes no body",
 		     r->v.kind == SG_HTTP_GET ? "GET" : "DELETE");
-		return;
+		return MHD_YES;
 	}
-	if (r->body.len + n > http_srv.conf.max_body) {
+	/* The cap holds while the body grows, chunked or not. */
+	if (n > http_srv.conf.max_body - r->body.len) {
+		char msg[128];
+
 		sg_buf_release(&r->body);
-		sg_http_fail(&r->v, MHD_HTTP_CONTENT_TOO_LARGE,
-		     "message larger than %zu bytes ([server] max_message_bytes)", http_srv.conf.max_body);
-		reply_error(r, r->v.status, r->v.why);
-		return;
+		snprintf(msg, sizeof(msg), "message larger than %zu bytes ([server] max_message_bytes)",
+			 http_srv.conf.max_body);
+		return refuse_now(r, MHD_HTTP_CONTENT_TOO_LARGE, msg);
 	}
 	http_buf_add(&r->body, data, n);
+	return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -626,12 +734,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		req_body(r, upload, *upload_size);
+		enum MHD_Result go = req_body(r, upload, *upload_size);
+
 		*upload_size = 0;
-		return MHD_YES;
+		return go;
 	}
+	if (r->refused_ms) /* answered already, on the socket */
+		return close_on_purpose();
 	if (r->responded)
 		return MHD_YES;
+	http_conn_whole(conn); /* all in: the deadline stops */
 	if (r->v.status)
 		return reply_error(r, r->v.status, r->v.why);
 	switch (r->v.kind) {
@@ -654,6 +766,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct stream *st;
 
 	(void)cls;
+	http_conn_ended(conn); /* the next request's deadline starts */
 	if (!r)
 		return;
 	*con_cls = NULL;
@@ -677,17 +790,70 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	req_free(r);
 }
 
+/* libmicrohttpd's messages, each text at most once every LOG_EVERY_MS with
+ * how many were left out (a flood of connections would otherwise write a
+ * line each: "Server reached connection limit"). */
+#define LOG_EVERY_MS 5000
+#define LOG_KINDS 8
+
+static struct {
+	pthread_mutex_t lock;
+	struct { char text[96]; int64_t at; unsigned skipped; } kind[LOG_KINDS];
+	unsigned next;
+} mlog = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Returns how many like msg were left out since the last one written, or
+ * -1 to leave this one out too. */
+static long mhd_log_turn(const char *msg)
+{
+	int64_t now = sg_now_ms();
+	long skipped = 0;
+	unsigned i;
+
+	pthread_mutex_lock(&mlog.lock);
+	for (i = 0; i < LOG_KINDS; i++)
+		if (!strncmp(mlog.kind[i].text, msg, sizeof(mlog.kind[i].text) - 1))
+			break;
+	if (i == LOG_KINDS) {
+		i = mlog.next++ % LOG_KINDS;
+		snprintf(mlog.kind[i].text, sizeof(mlog.kind[i].text), "%s", msg);
+		mlog.kind[i].skipped = 0;
+		mlog.kind[i].at = now;
+	} else if (now - mlog.kind[i].at < LOG_EVERY_MS) {
+		mlog.kind[i].skipped++;
+		skipped = -1;
+	} else {
+		skipped = (long)mlog.kind[i].skipped;
+		mlog.kind[i].skipped = 0;
+		mlog.kind[i].at = now;
+	}
+	pthread_mutex_unlock(&mlog.lock);
+	return skipped;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 	size_t n;
+	long skipped;
 
 	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	SG_WARN("http: libmicrohttpd: %s", msg);
+	if (closing_on_purpose && strstr(msg, "internal error")) {
+		closing_on_purpose = false;
+		return; /* refuse_now() or a lingering refused body: said already */
+	}
+	skipped = mhd_log_turn(msg);
+	if (skipped < 0)
+		return;
+	if (skipped > 0)
+		SG_WARN("http: libmicrohttpd: %s (%ld more like it in the last %d s)", msg, skipped,
+			LOG_EVERY_MS / 1000);
+	else
+		SG_WARN("http: libmicrohttpd: %s", msg);
 }
 
 /* ---- listening, signals, shutdown --------------------------------------------- */
@@ -745,44 +911,26 @@ static int listen_socket(const struct http_conf *c, char *url, size_t n, bool *v
 	return fd;
 }
 
+/* The first SIGTERM, SIGINT or SIGHUP (core/server/stop.c's thread) wakes
+ * serve() through a pipe: the stop runs on the main thread. */
 static void on_signal(int sig)
 {
 	unsigned char b = (unsigned char)sig;
-	int saved = errno;
 
 	if (write(http_srv.sigpipe[1], &b, 1) < 0) {
 		/* the pipe is full: a signal is already pending */
 	}
-	errno = saved;
 }
 
-/* A handler rather than a blocked mask: threads started before this one
- * (the reaper, plugin loaders) do not block the signals. */
 static int signals_catch(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-
 	if (pipe2(http_srv.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	return 0;
-}
-
-/* After the first signal: a second one ends the process at once. */
-static void signals_default(void)
-{
-	struct sigaction sa = { .sa_handler = SIG_DFL };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	return sg_stop_signals_start(on_signal);
 }
 
 static void signals_release(void)
 {
-	signals_default();
 	for (int i = 0; i < 2; i++) {
 		if (http_srv.sigpipe[i] >= 0)
 			close(http_srv.sigpipe[i]);
@@ -809,9 +957,13 @@ static unsigned pool_size(void)
 	return n < 1 ? 1 : n > 4 ? 4 : (unsigned)n;
 }
 
+/* Every option here is in libmicrohttpd 0.9.75 (configure's minimum):
+ * PER_IP_CONNECTION_LIMIT and NOTIFY_CONNECTION long before it (0.9.x
+ * headers without an "available since" note), and the connection info
+ * kinds http_conns.c reads (CONNECTION_FD, SOCKET_CONTEXT) as well. */
 static struct MHD_Daemon *daemon_start(int fd, bool v6)
 {
-	unsigned limit = (unsigned)http_srv.conf.max_sessions * 8 + 64;
+	const struct http_conf *c = &http_srv.conf;
 
 	return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 				MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
@@ -820,8 +972,10 @@ static struct MHD_Daemon *daemon_start(int fd, bool v6)
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_THREAD_POOL_SIZE, pool_size(),
-				MHD_OPTION_CONNECTION_LIMIT, limit < 1024 ? 1024u : limit,
+				MHD_OPTION_CONNECTION_LIMIT, c->conn_limit,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_client,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+				MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, NULL,
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 				MHD_OPTION_END);
 }
@@ -834,12 +988,12 @@ static void serve(void)
 		unsigned char sig;
 
 		if (poll(&p, 1, TICK_MS) > 0 && read(http_srv.sigpipe[0], &sig, 1) == 1) {
-			signals_default();
 			SG_INFO("http: signal %u received: not accepting new connections; calls in flight get up to %d s ([server] shutdown_grace); a second signal exits at once",
 				sig, http_srv.conf.grace_ms / 1000);
 			return;
 		}
 		http_janitor_tick();
+		http_conns_tick(sg_now_ms(), http_srv.conf.request_ms);
 	}
 }
 
@@ -852,6 +1006,7 @@ static void shutdown_server(void)
 	MHD_socket lfd;
 	int64_t until;
 
+	sg_stop_begin(http_srv.conf.grace_ms);
 	pthread_mutex_lock(&http_srv.lock);
 	http_srv.stopping = true;
 	for (size_t i = 0; i < http_srv.table_size; i++) {
@@ -886,7 +1041,10 @@ static void shutdown_server(void)
 		poll(NULL, 0, 20);
 	MHD_stop_daemon(http_srv.daemon);
 	http_srv.daemon = NULL;
-	sg_exec_drain();
+	/* A call that was abandoned never gives its slot back: no drain then
+	 * (main ends the process without it, core/server/stop.h). */
+	if (!sg_session_abandoned())
+		sg_exec_drain();
 }
 
 int sg_http_run(void)
@@ -913,9 +1071,11 @@ int sg_http_run(void)
 		goto out;
 	}
 	fd = -1; /* MHD's now; MHD_quiesce_daemon() hands it back */
-	SG_INFO("http: listening on %s (%s, %d sessions at most, idle TTL %lld s)", url,
-		http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication ([server] auth = none): loopback only",
-		http_srv.conf.max_sessions, (long long)(http_srv.conf.ttl_ms / 1000));
+	SG_INFO("http: listening on %s (%s, %d sessions at most, idle TTL %lld s, %u connections, %u per client address, %lld s per request)",
+		url, http_srv.conf.n_tokens ? "bearer tokens required" : "no authentication ([server] auth = none): loopback only",
+		http_srv.conf.max_sessions, (long long)(http_srv.conf.ttl_ms / 1000),
+		http_srv.conf.conn_limit, http_srv.conf.per_client,
+		(long long)(http_srv.conf.request_ms / 1000));
 	serve();
 	shutdown_server();
 	rc = 0;

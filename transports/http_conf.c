@@ -232,6 +232,17 @@ int http_conf_load(struct http_conf *c)
 		SG_ERROR("[server] max_sessions = %d: set it to 1 or more", c->max_sessions);
 		return -1;
 	}
+	c->conn_limit = (unsigned)c->max_sessions * 8 + 64;
+	if (c->conn_limit < 1024)
+		c->conn_limit = 1024;
+	c->per_client = (unsigned)sg_config_int("server", "max_connections_per_client", 0);
+	if (c->per_client == 0 || c->per_client > c->conn_limit)
+		c->per_client = c->per_client ? c->conn_limit : c->conn_limit / 2;
+	c->request_ms = sg_config_int("server", "request_timeout", 60) * 1000;
+	if (c->request_ms < 1000) {
+		SG_ERROR("[server] request_timeout must be at least 1 (seconds)");
+		return -1;
+	}
 	if (load_allowed(c) < 0 || load_tokens(c) < 0)
 		return -1;
 	sg_credentials_set((unsigned)c->n_tokens); /* before any machine is made */

@@ -3,7 +3,8 @@
  * http.c (requests, the MHD callbacks, the janitor, listening and
  * shutdown), http_sessions.c (the session table), http_sse.c (the way back
  * of each request: JSON or an SSE stream, replayable), http_conf.c (the
- * [server] keys and bearer tokens).  The request checks are
+ * [server] keys and bearer tokens), http_conns.c (connections and the
+ * whole-request deadline).  The request checks are
  * transports/http_check.c.  Only transports/http*.c include this header.
  */
 #ifndef SG_TRANSPORTS_HTTP_INTERNAL_H
@@ -33,6 +34,7 @@
 #define SSE_BLOCK 16384        /* bytes MHD asks the SSE reader for at once */
 #define CONN_TIMEOUT_S 120     /* an idle keep-alive connection is closed */
 #define DRAIN_MS 5000          /* shutdown: wait this long for requests to finish */
+#define REFUSE_LINGER_MS 1000  /* a body refused while it arrives: read on this long */
 
 struct http_conf {
 	const char *host;        /* borrowed from the configuration */
@@ -41,6 +43,9 @@ struct http_conf {
 	int max_sessions;
 	int grace_ms;
 	size_t max_body;
+	unsigned conn_limit;     /* connections at once: max(1024, 8 x max_sessions + 64) */
+	unsigned per_client;     /* [server] max_connections_per_client (0: half of conn_limit) */
+	int64_t request_ms;      /* [server] request_timeout */
 	struct sg_http_allow allow; /* [server] allowed_hosts */
 	unsigned char (*tokens)[SHA256_DIGEST_LENGTH]; /* SHA-256 of each token */
 	size_t n_tokens;
@@ -99,6 +104,7 @@ struct req {
 	struct sg_http_verdict v; /* the checks' outcome: kind, owner, Accept, and an
 				   * error found in the headers, answered after the body */
 	bool responded;
+	int64_t refused_ms;      /* a 413 went out while the body arrived (refuse_now) */
 	bool waiting;            /* DELETE: suspended until the session is closed */
 	bool closed;             /* DELETE: the session is closed */
 };
@@ -134,6 +140,18 @@ static inline void http_buf_add(struct sg_buf *b, const void *p, size_t n)
 /* http_conf.c: configuration, tokens */
 int http_conf_load(struct http_conf *c);
 void http_conf_release(struct http_conf *c);
+
+/* http_conns.c: connections, the whole-request deadline.  The notification
+ * is MHD_OPTION_NOTIFY_CONNECTION's; http_conn_whole() says a request has
+ * arrived whole (its deadline no longer runs), http_conn_ended() that it
+ * was answered (the next one's starts); http_conns_tick() shuts down the
+ * sockets past the deadline (the janitor, every TICK_MS). */
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+		      enum MHD_ConnectionNotificationCode code);
+void http_conn_whole(struct MHD_Connection *c);
+void http_conn_ended(struct MHD_Connection *c);
+MHD_socket http_conn_fd(struct MHD_Connection *c);
+void http_conns_tick(int64_t now, int64_t timeout_ms);
 
 /* http_sessions.c: the session table */
 struct hsess *http_hsess_new(const char *owner);

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "core/base/log.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
+#include "core/server/stop.h"
 #include "core/protocol/session.h"
 #include "core/base/util.h"
 #include "transports/lines.h"
@@ -81,7 +81,7 @@ static const struct sg_transport_ops stdio_ops = {
 #define READERS_IDLE_MAX 2
 #define READER_STACK (1024 * 1024) /* calls run here too; jansson recurses */
 
-enum { EV_INPUT, EV_KICK, EV_SIGNAL, EV_END };
+enum { EV_INPUT, EV_KICK, EV_END };
 
 static struct {
 	pthread_mutex_t in_lock; /* held by the thread holding the input */
@@ -98,12 +98,12 @@ static struct {
 	int threads;             /* reader threads alive */
 
 	struct sg_session *s;
-	int ep, sfd, kfd, efd;   /* epoll set, signalfd, kick and end eventfds */
+	int ep, kfd, efd;        /* epoll set, kick and end eventfds */
 } rd = {
 	.in_lock = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.gone = PTHREAD_COND_INITIALIZER,
-	.ep = -1, .sfd = -1, .kfd = -1, .efd = -1,
+	.ep = -1, .kfd = -1, .efd = -1,
 };
 
 static __thread bool holds_input;
@@ -134,12 +134,15 @@ static void release_input(void)
 	}
 }
 
-static void end_input(int grace_ms)
+/* Returns false when the input had ended already. */
+static bool end_input(int grace_ms)
 {
 	uint64_t one = 1;
+	bool first;
 
 	pthread_mutex_lock(&rd.lock);
-	if (!rd.ended) {
+	first = !rd.ended;
+	if (first) {
 		rd.ended = true;
 		rd.grace_ms = grace_ms;
 		/* Level-triggered and never read: every thread's epoll_wait
@@ -150,6 +153,7 @@ static void end_input(int grace_ms)
 		pthread_cond_broadcast(&rd.gone);
 	}
 	pthread_mutex_unlock(&rd.lock);
+	return first;
 }
 
 /* Handles the complete lines in the buffer, up to the end of the session;
@@ -174,8 +178,10 @@ static bool drain_lines(struct sg_lines *r)
 			json_decref(id);
 			continue;
 		}
-		/* The line is taken already: the next holder starts after it. */
-		sg_mcp_handle(rd.s, line, n, NULL);
+		/* The line is taken already: the next holder starts after it,
+		 * and its bytes are given away (a large argument is decoded from
+		 * them once, core/protocol/bulk.h). */
+		sg_mcp_handle_taking(rd.s, (char *)line, n, NULL);
 		if (!holds_input)
 			return false;
 	}
@@ -224,7 +230,7 @@ static void hold_input(uint32_t tag)
 			pthread_mutex_lock(&rd.lock);
 			rd.last_line = true;
 			pthread_mutex_unlock(&rd.lock);
-			sg_mcp_handle(rd.s, line, len, NULL);
+			sg_mcp_handle_taking(rd.s, (char *)line, len, NULL);
 		}
 		SG_DEBUG("end of input, ending the session");
 		end_input((int)sg_config_int("server", "shutdown_grace", 10) * 1000);
@@ -262,15 +268,7 @@ static void *reader_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&rd.lock);
-		if (ev.data.u32 == EV_SIGNAL) {
-			struct signalfd_siginfo si;
-
-			if (read(rd.sfd, &si, sizeof(si)) == sizeof(si))
-				SG_INFO("signal %u received, ending the session", si.ssi_signo);
-			end_input(0);
-		} else {
-			hold_input(ev.data.u32);
-		}
+		hold_input(ev.data.u32);
 		pthread_mutex_lock(&rd.lock);
 	}
 	rd.threads--;
@@ -313,36 +311,22 @@ static bool stdio_handoff(void *ctx)
 	return ok;
 }
 
-/* The signals that end a stdio session, read from a signalfd. */
-static void end_signals(sigset_t *mask)
+/* The first SIGTERM, SIGINT or SIGHUP (core/server/stop.c's thread): calls
+ * in flight are cancelled at once. */
+static void on_signal(int sig)
 {
-	sigemptyset(mask);
-	sigaddset(mask, SIGTERM);
-	sigaddset(mask, SIGINT);
-	sigaddset(mask, SIGHUP);
-}
-
-void sg_stdio_block_signals(void)
-{
-	sigset_t mask;
-
-	end_signals(&mask);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	SG_INFO("signal %d received, ending the session (a second signal ends sandgate at once)", sig);
+	if (!end_input(0))
+		sg_session_hurry(rd.s); /* the end of input came first: no more grace */
 }
 
 /* The epoll set every reader thread waits on.  Returns 0, or -1 (logged). */
 static int open_events(void)
 {
-	sigset_t mask;
-
-	end_signals(&mask);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	rd.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	rd.kfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rd.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rd.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (rd.sfd < 0 || rd.kfd < 0 || rd.efd < 0 || rd.ep < 0 ||
-	    arm(EPOLL_CTL_ADD, rd.sfd, EPOLLIN | EPOLLONESHOT, EV_SIGNAL) < 0 ||
+	if (rd.kfd < 0 || rd.efd < 0 || rd.ep < 0 ||
 	    arm(EPOLL_CTL_ADD, rd.kfd, EPOLLONESHOT, EV_KICK) < 0 ||
 	    arm(EPOLL_CTL_ADD, rd.efd, EPOLLIN, EV_END) < 0) {
 		SG_ERROR("stdio: cannot set up epoll: %s", strerror(errno));
@@ -362,7 +346,7 @@ static int open_events(void)
 
 static void close_events(void)
 {
-	int *fds[] = { &rd.ep, &rd.sfd, &rd.kfd, &rd.efd };
+	int *fds[] = { &rd.ep, &rd.kfd, &rd.efd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
@@ -384,14 +368,16 @@ int sg_stdio_run(void)
 	rd.s = sg_session_new(&stdio_ops, NULL, owner);
 	SG_DEBUG("stdio session %s started", rd.s->hash);
 	pthread_mutex_lock(&rd.lock);
-	if (open_events() == 0)
+	if (open_events() == 0 && sg_stop_signals_start(on_signal) == 0)
 		started = start_reader();
 	while (started && !rd.ended)
 		pthread_cond_wait(&rd.gone, &rd.lock);
 	pthread_mutex_unlock(&rd.lock);
 	if (!started)
 		SG_ERROR("stdio: cannot start reading");
-	sg_session_close(rd.s, rd.grace_ms);
+	sg_stop_begin(rd.grace_ms);
+	if (sg_session_close(rd.s, rd.grace_ms) > 0)
+		return 0; /* a call is stuck on a reader thread: main ends the process */
 	/* Threads that ran calls come back, see the end and exit; after them
 	 * no call can start, and the drain waits for the worker threads. */
 	pthread_mutex_lock(&rd.lock);

@@ -1,14 +1,17 @@
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/base/log.h"
+#include "core/base/util.h"
 
 /* Read on every log call from any thread, set by the startup thread. */
 static atomic_int log_level = SG_LOG_INFO;
@@ -45,10 +48,23 @@ const char *sg_log_level_name(enum sg_log_level level)
 
 int sg_log_open_file(const char *path)
 {
-	FILE *fp = fopen(path, "ae");
+	/* Made 0600: the log holds commands and, with an empty [audit]
+	 * log_path, the audit rows.  A file that exists keeps its mode (the
+	 * operator chose it), with a warning when others may read it. */
+	int fd = sg_file_open_private(path, O_WRONLY | O_APPEND, false);
+	struct stat st;
+	FILE *fp;
 
-	if (!fp)
+	if (fd < 0)
 		return -1;
+	fp = fdopen(fd, "a");
+	if (!fp) {
+		close(fd);
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & 044))
+		fprintf(fp, "sandgate: warning: the log file %s is readable by group or others (mode %04o) and holds commands: run chmod 600 on it\n",
+			path, (unsigned)(st.st_mode & 07777));
 	setvbuf(fp, NULL, _IOLBF, 0);
 	pthread_mutex_lock(&log_lock);
 	if (log_fp)

@@ -17,8 +17,8 @@ int sg_log_level_parse(const char *name);
 /* The MCP name of a level. */
 const char *sg_log_level_name(enum sg_log_level level);
 
-/* Sends subsequent lines to `path` (appended) instead of stderr.
- * Returns 0 or -1 with errno. */
+/* Sends subsequent lines to `path` (appended) instead of stderr; a file it
+ * creates is mode 0600.  Returns 0 or -1 with errno. */
 int sg_log_open_file(const char *path);
 
 /* Writes one line "sandgate[pid]: level: [tag] message" when level passes. */

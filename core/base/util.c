@@ -1,14 +1,18 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 
 #include "core/base/util.h"
@@ -69,17 +73,52 @@ char *sg_xasprintf(const char *fmt, ...)
 	return p;
 }
 
-void sg_sha256_hex(const void *data, size_t len, char hex[65])
+static void hex32(const unsigned char md[SHA256_DIGEST_LENGTH], char hex[65])
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
 	static const char digits[] = "0123456789abcdef";
 
-	SHA256(data, len, md);
 	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
 		hex[2 * i] = digits[md[i] >> 4];
 		hex[2 * i + 1] = digits[md[i] & 15];
 	}
 	hex[64] = '\0';
+}
+
+void sg_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+
+	SHA256(data, len, md);
+	hex32(md, hex);
+}
+
+void sg_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+			char hex[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	unsigned int n = sizeof(md);
+
+	if (!HMAC(EVP_sha256(), key, (int)key_len, data, len, md, &n))
+		abort(); /* only out of memory: the sg_xmalloc policy */
+	hex32(md, hex);
+}
+
+int sg_file_open_private(const char *path, int flags, bool tighten)
+{
+	int fd = open(path, flags | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (tighten && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077) &&
+	    fchmod(fd, st.st_mode & 0600) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }
 
 int sg_random_bytes(void *p, size_t n)

@@ -28,6 +28,17 @@ char *sg_xasprintf(const char *fmt, ...) SG_PRINTF(1, 2);
 /* Writes the lowercase hex SHA-256 of data into hex (65 bytes). */
 void sg_sha256_hex(const void *data, size_t len, char hex[65]);
 
+/* Writes the lowercase hex HMAC-SHA256 of data under key into hex. */
+void sg_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+			char hex[65]);
+
+/* Opens path with flags (O_RDONLY, O_RDWR, O_WRONLY | O_APPEND, ...),
+ * creating it mode 0600 when it is missing, never through a symbolic link,
+ * close-on-exec.  With `tighten`, a file of ours that group or others may
+ * read or write is made 0600 first.  Returns the descriptor (the caller
+ * closes it), or -1 with errno set. */
+int sg_file_open_private(const char *path, int flags, bool tighten);
+
 /* Fills p with n bytes from the kernel's CSPRNG.  Returns 0 or -1. */
 int sg_random_bytes(void *p, size_t n);
 /* Writes 2*n random hex digits and a NUL into out (2*n+1 bytes). */

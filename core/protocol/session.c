@@ -69,31 +69,67 @@ void sg_session_set_end_hook(void (*fn)(struct sg_session *s))
 	end_hook = fn;
 }
 
-void sg_session_close(struct sg_session *s, int grace_ms)
-{
-	struct timespec deadline;
+/* Calls abandoned by every sg_session_close() so far. */
+static atomic_int abandoned;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += grace_ms / 1000;
-	deadline.tv_nsec += (long)(grace_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
+int sg_session_abandoned(void)
+{
+	return atomic_load(&abandoned);
+}
+
+/* now + ms on the realtime clock (pthread_cond_timedwait's). */
+static struct timespec after_ms(int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
 	}
+	return t;
+}
+
+int sg_session_close(struct sg_session *s, int grace_ms)
+{
+	struct timespec deadline = after_ms(grace_ms > 0 ? grace_ms : 0);
+	int left;
+
 	pthread_mutex_lock(&s->lock);
 	/* Calls in flight get the grace period to finish and answer, then are
 	 * cancelled (their commands killed). */
-	while (s->inflight > 0 && grace_ms > 0 &&
+	while (s->inflight > 0 && grace_ms > 0 && !s->hurry &&
 	       pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == 0)
 		;
 	s->closing = true;
 	for (struct sg_call *c = s->calls; c; c = c->next)
 		sg_call_cancel(c);
-	while (s->inflight > 0)
-		pthread_cond_wait(&s->cond, &s->lock);
+	/* A call still running SG_CANCEL_WAIT_MS after its cancellation is
+	 * stuck in its backend (one that does not poll the cancel fd, or does
+	 * not answer): it is abandoned, and keeps its references to s. */
+	deadline = after_ms(SG_CANCEL_WAIT_MS);
+	while (s->inflight > 0 && pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == 0)
+		;
+	left = s->inflight;
 	pthread_mutex_unlock(&s->lock);
+	if (left > 0) {
+		atomic_fetch_add(&abandoned, left);
+		SG_WARN("session %s: %d call(s) still running %d ms after their cancellation: abandoned",
+			s->hash, left, SG_CANCEL_WAIT_MS);
+	}
 	if (end_hook)
 		end_hook(s);
+	return left;
+}
+
+void sg_session_hurry(struct sg_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->hurry = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void sg_session_send(struct sg_session *s, struct sg_call *call, json_t *msg, bool final)

@@ -55,6 +55,7 @@ struct sg_session {
 	struct sg_call *calls;   /* in flight */
 	int inflight;
 	bool closing;
+	bool hurry;              /* sg_session_hurry(): the grace period is over */
 	int64_t last_active_ms;
 	int refs;                /* transport + in-flight calls */
 };
@@ -64,10 +65,24 @@ struct sg_session {
 struct sg_session *sg_session_new(const struct sg_transport_ops *ops, void *ctx,
 				  const char *owner);
 
+/* How long a cancelled call may take to return before it is abandoned. */
+#define SG_CANCEL_WAIT_MS 2000
+
 /* Ends the session: gives the calls in flight up to grace_ms to finish,
- * cancels the rest and waits for them, then destroys every ephemeral sandbox
- * it created.  Persistent machines are kept. */
-void sg_session_close(struct sg_session *s, int grace_ms);
+ * cancels the rest and waits up to SG_CANCEL_WAIT_MS for them, then
+ * destroys every ephemeral sandbox it created (persistent machines are
+ * kept).  Returns how many calls were still running then: abandoned, they
+ * keep their references to s (the process is to end without them, see
+ * core/server/stop.h). */
+int sg_session_close(struct sg_session *s, int grace_ms);
+
+/* Ends the grace period of a sg_session_close() under way, or of the next
+ * one: its calls are cancelled at once (a signal during the grace of an
+ * end of input). */
+void sg_session_hurry(struct sg_session *s);
+
+/* The calls every sg_session_close() abandoned so far. */
+int sg_session_abandoned(void);
 
 /* Called by sg_session_close() once the calls are done, to end what the
  * session owns above this layer (its ephemeral machines).  One hook. */

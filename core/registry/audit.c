@@ -2,16 +2,27 @@
  * The audit log (see audit.h).  One connection per process, guarded by a
  * mutex; SQLite's WAL and busy timeout let other sandgate processes of the
  * same user write the same file at the same time.
+ *
+ * Locks: q_lock (the queue) and db_lock (the connection) are never held
+ * together: the writer takes the queue's rows under q_lock, lets it go,
+ * then writes them under db_lock; a query waits for the queue under q_lock
+ * (flush_wait), lets it go, then reads under db_lock.  Nothing else is taken
+ * while either is held, except SQLite's own locks under db_lock and, for
+ * the busy timeout, other processes' file locks (at most 5 s).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -20,7 +31,9 @@
 #include "core/base/err.h"
 #include "core/registry/hostapi.h"
 #include "core/base/log.h"
+#include "core/protocol/bulk.h"
 #include "core/protocol/session.h"
+#include "core/registry/redact.h"
 #include "core/base/args.h"
 #include "core/base/util.h"
 
@@ -34,18 +47,50 @@ static pthread_mutex_t db_lock = PTHREAD_MUTEX_INITIALIZER;
  * for every row cost more than the insert itself. */
 static sqlite3_stmt *st_begin, *st_insert, *st_commit, *st_rollback;
 
+/* Two indexes: the queries select a credential's rows (owner) and a shared
+ * machine's (machine), newest first, and filter that window; indexes on
+ * ts, action and status (earlier versions) cost every insert and served no
+ * query, so they are dropped.  The id is the rowid without AUTOINCREMENT
+ * (rows are never deleted, so ids still only grow), which spared each
+ * insert an update of sqlite_sequence; tables made before keep theirs. */
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
 	"CREATE TABLE IF NOT EXISTS audit ("
-	" id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, session TEXT, owner TEXT,"
+	" id INTEGER PRIMARY KEY, ts REAL NOT NULL, session TEXT, owner TEXT,"
 	" machine TEXT, tool TEXT NOT NULL, action TEXT NOT NULL, status TEXT NOT NULL,"
 	" duration_ms INTEGER, details TEXT, error TEXT);"
-	"CREATE INDEX IF NOT EXISTS audit_ts ON audit(ts);"
 	"CREATE INDEX IF NOT EXISTS audit_owner ON audit(owner);"
-	"CREATE INDEX IF NOT EXISTS audit_action ON audit(action);"
 	"CREATE INDEX IF NOT EXISTS audit_machine ON audit(machine);"
-	"CREATE INDEX IF NOT EXISTS audit_status ON audit(status);";
+	"DROP INDEX IF EXISTS audit_ts;"
+	"DROP INDEX IF EXISTS audit_action;"
+	"DROP INDEX IF EXISTS audit_status;";
+
+/* The database and its -wal and -shm are 0600: SQLite gives the latter two
+ * the database's mode when it makes them, and files an older sandgate left
+ * readable by others are tightened here.  Returns 0 or -1 (errno). */
+static int make_private(const char *path)
+{
+	static const char *const sidecars[] = { "-wal", "-shm", "-journal" };
+	int fd = sg_file_open_private(path, O_RDWR, true);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	for (size_t i = 0; i < sizeof(sidecars) / sizeof(sidecars[0]); i++) {
+		char *p = sg_xasprintf("%s%s", path, sidecars[i]);
+		struct stat st;
+
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 077))
+				fchmod(fd, st.st_mode & 0600);
+			close(fd);
+		}
+		free(p);
+	}
+	return 0;
+}
 
 /* The database file, or "" when rows go to the log.  Borrowed. */
 static const char *audit_path(char *buf, size_t size)
@@ -62,11 +107,20 @@ static const char *audit_path(char *buf, size_t size)
 	return buf;
 }
 
+/* Whether rows go to a file: asked for every row, so kept (1 yes, 0 no, -1
+ * not known yet; sg_audit_close() forgets it). */
+static atomic_int backed = -1;
+
 bool sg_audit_file_backed(void)
 {
 	char buf[SG_PATH_MAX + 16];
+	int b = atomic_load(&backed);
 
-	return *audit_path(buf, sizeof(buf)) != '\0';
+	if (b < 0) {
+		b = *audit_path(buf, sizeof(buf)) != '\0';
+		atomic_store(&backed, b);
+	}
+	return b;
 }
 
 static const char insert_sql[] =
@@ -96,7 +150,14 @@ static sqlite3 *audit_db(void)
 		db_failed = true;
 		return NULL;
 	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+	if (make_private(path) < 0) {
+		SG_ERROR("cannot create the audit database '%s' mode 0600: %s", path, strerror(errno));
+		db_failed = true;
+		return NULL;
+	}
+	/* NOMUTEX: every use is under db_lock already, and SQLite's own
+	 * mutex around each call cost more than some of the calls. */
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		SG_ERROR("cannot open the audit database '%s': %s", path, sqlite3_errmsg(db));
 		goto fail;
@@ -124,71 +185,6 @@ fail:
 }
 
 
-/* ---- redaction --------------------------------------------------------------- */
-
-static bool content_key(const char *k)
-{
-	static const char *const keys[] = { "content", "code", "old_string", "new_string", "patch",
-					    "password", "passphrase", "secret", "token", "private_key",
-					    NULL };
-
-	for (size_t i = 0; keys[i]; i++)
-		if (!strcmp(k, keys[i]))
-			return true;
-	return false;
-}
-
-static json_t *digest(const json_t *v)
-{
-	char hex[65], *text = NULL;
-	const char *p;
-	size_t n;
-
-	if (json_is_string(v)) {
-		p = json_string_value(v);
-		n = json_string_length(v);
-	} else {
-		text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		p = text ? text : "";
-		n = strlen(p);
-	}
-	sg_sha256_hex(p, n, hex);
-	free(text);
-	return json_pack("{s:s, s:I}", "sha256", hex, "len", (json_int_t)n);
-}
-
-static json_t *redact(json_t *v, bool all_values)
-{
-	json_t *out, *x;
-	const char *k;
-	size_t i;
-
-	if (all_values && !json_is_object(v))
-		return digest(v);
-	if (json_is_object(v)) {
-		out = json_object();
-		json_object_foreach(v, k, x) {
-			bool env = !strcmp(k, "envs") || !strcmp(k, "env");
-
-			json_object_set_new(out, k, content_key(k) || (all_values && !json_is_object(x))
-							    ? digest(x) : redact(x, env));
-		}
-		return out;
-	}
-	if (json_is_array(v)) {
-		out = json_array();
-		json_array_foreach(v, i, x)
-			json_array_append_new(out, redact(x, false));
-		return out;
-	}
-	return json_incref(v);
-}
-
-json_t *sg_audit_redact(json_t *args)
-{
-	return args ? redact(args, false) : json_object();
-}
-
 /* ---- recording --------------------------------------------------------------------- */
 
 static double now_s(void)
@@ -214,59 +210,143 @@ static const char *call_machine(json_t *args, json_t *structured)
 	return m && *m ? m : NULL;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, i);
-}
-
-/* One row waiting for the writer thread.  All strings owned (freed by
- * row_free).  details is made by the writer from args (redacted, then
- * serialised), off the call's path; the row owns args, contents and
- * secrets included, in memory only and until it is written (within a
- * second). */
+/* One row waiting for the writer thread.  The row owns args (contents
+ * and secrets included, in memory only until it is written, within the
+ * batch window), machine and error; tool is the tool table's name and
+ * status a literal (both static), action the tool's or a string inside
+ * args.  details is made by the writer from args (redacted, then
+ * serialised), off the call's path. */
 struct row {
 	double ts;
-	char *session, *owner, *machine, *tool, *action, *status, *details, *error;
+	char session[17];
+	char owner[96];
+	const char *tool, *action, *status;
+	char *machine, *details, *error;
 	json_t *args;
+	struct sg_bulk *bulk;    /* the call's large argument, hashed from here */
 	int64_t duration_ms;
 	struct row *next;
 };
 
-/* Rows are written by one thread, so a call never waits on the disk; a
- * query first waits until everything queued before it is written.  A row is
- * queued before the call's reply goes out but written once sg_audit_kick()
- * says the reply is out: woken earlier, the writer would compete with the
- * reply for the CPU (on a busy machine it runs first, and the reply waits
- * for the insert).  A row nobody kicks is written within a second anyway. */
-#define AUDIT_UNKICKED_S 1
+/* Rows are written by one thread, in batches: a row waits at most
+ * AUDIT_BATCH_MS for the ones after it, then they all go into one
+ * transaction, off every call's path.  A query (flush_wait) ends the
+ * window at once and waits until what was queued before it is written; a
+ * clean stop writes what is queued.  A crash loses at most the rows of the
+ * last window (doc/design.md "The audit writer").
+ *
+ * Under q_lock: the queue, the counts, the flags. */
+#define AUDIT_BATCH_MS 100
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;   /* rows came, a flush, a stop */
+static pthread_cond_t w_cond = PTHREAD_COND_INITIALIZER;   /* q_written grew */
 static struct row *q_head, **q_tail = &q_head;
-static unsigned long long q_added, q_written;
-static bool q_kicked;
+static unsigned long long q_added, q_written, q_flush; /* q_flush: written up to here now */
 static pthread_t writer;
 static bool writer_started, writer_stop;
 
-static char *dup_or_null(const char *s)
-{
-	return s ? sg_xstrdup(s) : NULL;
-}
-
 static void row_free(struct row *r)
 {
-	free(r->session);
-	free(r->owner);
 	free(r->machine);
-	free(r->tool);
-	free(r->action);
-	free(r->status);
 	free(r->details);
 	free(r->error);
 	json_decref(r->args);
+	sg_bulk_free(r->bulk);
 	free(r);
+}
+
+/* Appends the JSON string s[0..n) (valid UTF-8: a jansson string). */
+static void dump_string(struct sg_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0;
+
+	sg_buf_append(b, "\"", 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sg_buf_append(b, s + run, i - run);
+		run = i + 1;
+		if (c == '"' || c == '\\') {
+			esc[1] = (char)c;
+			sg_buf_append(b, esc, 2);
+		} else if (c == '\n') {
+			sg_buf_append(b, "\\n", 2);
+		} else {
+			sg_buf_append(b, esc, 6);
+		}
+	}
+	sg_buf_append(b, s + run, n - run);
+	sg_buf_append(b, "\"", 1);
+}
+
+/* Appends v as compact JSON, in jansson's member order, unless it holds a
+ * value sg_redact() would replace: returns false then (b is the caller's
+ * to drop).  jansson's json_dumps() cost more than the rest of a row's
+ * making, for the small arguments most rows have. */
+static bool dump_clean(struct sg_buf *b, json_t *v)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	char num[32];
+	bool first = true;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		sg_buf_append(b, "{", 1);
+		json_object_foreach(v, k, x) {
+			if (!strcmp(k, "envs") || !strcmp(k, "env") || sg_redact_key_is_secret(k))
+				return false;
+			if (!first)
+				sg_buf_append(b, ",", 1);
+			first = false;
+			dump_string(b, k, strlen(k));
+			sg_buf_append(b, ":", 1);
+			if (!dump_clean(b, x))
+				return false;
+		}
+		sg_buf_append(b, "}", 1);
+		return true;
+	case JSON_ARRAY:
+		sg_buf_append(b, "[", 1);
+		json_array_foreach(v, i, x) {
+			if (i)
+				sg_buf_append(b, ",", 1);
+			if (!dump_clean(b, x))
+				return false;
+		}
+		sg_buf_append(b, "]", 1);
+		return true;
+	case JSON_STRING:
+		dump_string(b, json_string_value(v), json_string_length(v));
+		return true;
+	case JSON_INTEGER:
+		sg_buf_append(b, num, (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+						       json_integer_value(v)));
+		return true;
+	case JSON_TRUE:
+		sg_buf_append(b, "true", 4);
+		return true;
+	case JSON_FALSE:
+		sg_buf_append(b, "false", 5);
+		return true;
+	case JSON_NULL:
+		sg_buf_append(b, "null", 4);
+		return true;
+	default: { /* a real: jansson's own format */
+		char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		if (!t)
+			abort(); /* out of memory: the sg_xmalloc policy */
+		sg_buf_append(b, t, strlen(t));
+		free(t);
+		return true;
+	}
+	}
 }
 
 /* sandbox_env's params: those under "params" and those given flat next to
@@ -284,27 +364,47 @@ static json_t *env_details_src(json_t *args)
 }
 
 /* The details column: the arguments with contents and secrets replaced
- * (sandbox_env: its params). */
+ * (sandbox_env: its params).  Most rows have none (a command, a path):
+ * their arguments are written as they are, without a redacted copy. */
 static void row_details(struct row *r)
 {
 	json_t *src = NULL, *details;
+	struct sg_buf b = { 0 };
 
 	if (r->details)
 		return;
 	if (r->args)
 		src = !strcmp(r->tool, "sandbox_env") ? env_details_src(r->args) : json_incref(r->args);
-	details = src ? sg_audit_redact(src) : json_object();
+	if (src && !r->bulk && dump_clean(&b, src)) {
+		r->details = b.data;
+		goto done;
+	}
+	sg_buf_release(&b);
+	details = src ? sg_redact(src) : json_object();
+	/* a large argument came apart from the others: its hash from its bytes */
+	for (const struct sg_bulk *k = r->bulk; k; k = k->next)
+		json_object_set_new(details, k->key, sg_redact_digest(k->data, k->len));
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
+done:
+	/* r->args stays: the row's action points into it */
 	json_decref(src);
-	json_decref(r->args);
-	r->args = NULL;
+	sg_bulk_free(r->bulk);
+	r->bulk = NULL;
 }
 
-static void insert(sqlite3_stmt *st, const struct row *r)
+/* The row's strings live until the batch is committed: bound without a
+ * copy. */
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
 {
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void insert(sqlite3_stmt *st, struct row *r)
+{
 	sqlite3_bind_double(st, 1, r->ts);
 	bind_text(st, 2, r->session);
 	bind_text(st, 3, r->owner);
@@ -318,6 +418,8 @@ static void insert(sqlite3_stmt *st, const struct row *r)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		SG_WARN("audit: cannot write a row: %s", sqlite3_errmsg(db));
 	sqlite3_reset(st);
+	json_decref(r->args); /* action may point into it until here */
+	r->args = NULL;
 }
 
 /* Runs a prepared statement that returns no rows. */
@@ -342,19 +444,32 @@ static void write_rows(struct row *list)
 		row_details(r);
 		insert(st_insert, r);
 	}
-	sqlite3_clear_bindings(st_insert); /* drop the copies of the last row */
 	if (run(st_commit) != SQLITE_OK) {
 		SG_WARN("audit: cannot commit rows: %s", sqlite3_errmsg(db));
 		run(st_rollback);
 	}
+	/* the bindings point into rows about to be freed */
+	sqlite3_clear_bindings(st_insert);
 	pthread_mutex_unlock(&db_lock);
 }
 
-/* The writer's state is q_head and q_kicked under q_lock.  q_kicked means
- * "write what is queued now"; it is only ever true while rows are queued,
- * so a kick or a flush can never be swallowed by a queue that was empty
- * (a flush while a batch was being written once left it set on an empty
- * queue, and every later kick saw it set and woke nobody). */
+/* Waits out the batch window that the first queued row opened, unless a
+ * flush or a stop ends it.  q_lock held. */
+static void window_locked(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += AUDIT_BATCH_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (!writer_stop && q_flush <= q_written &&
+	       pthread_cond_timedwait(&q_cond, &q_lock, &until) != ETIMEDOUT)
+		;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -363,27 +478,14 @@ static void *writer_main(void *arg)
 		struct row *list;
 		unsigned long long n = 0;
 
-		while (!writer_stop && !(q_head && q_kicked)) {
-			struct timespec until;
-
-			if (!q_head) {
-				pthread_cond_wait(&q_cond, &q_lock);
-				continue;
-			}
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += AUDIT_UNKICKED_S;
-			if (pthread_cond_timedwait(&q_cond, &q_lock, &until) == ETIMEDOUT && q_head)
-				q_kicked = true;
-		}
-		if (!q_head) {
-			if (writer_stop)
-				break;
-			continue;
-		}
+		while (!q_head && !writer_stop)
+			pthread_cond_wait(&q_cond, &q_lock);
+		if (!q_head)
+			break; /* stopping, and everything is written */
+		window_locked();
 		list = q_head;
 		q_head = NULL;
 		q_tail = &q_head;
-		q_kicked = false;
 		pthread_mutex_unlock(&q_lock);
 		write_rows(list);
 		while (list) {
@@ -395,7 +497,7 @@ static void *writer_main(void *arg)
 		}
 		pthread_mutex_lock(&q_lock);
 		q_written += n;
-		pthread_cond_broadcast(&q_cond);
+		pthread_cond_broadcast(&w_cond);
 	}
 	pthread_mutex_unlock(&q_lock);
 	return NULL;
@@ -403,6 +505,8 @@ static void *writer_main(void *arg)
 
 static void enqueue(struct row *r)
 {
+	bool first;
+
 	pthread_mutex_lock(&q_lock);
 	if (!writer_started && !writer_stop) {
 		writer_started = pthread_create(&writer, NULL, writer_main, NULL) == 0;
@@ -413,51 +517,55 @@ static void enqueue(struct row *r)
 			return;
 		}
 	}
+	first = !q_head;
 	*q_tail = r;
 	q_tail = &r->next;
 	q_added++;
 	pthread_mutex_unlock(&q_lock);
+	/* The first row of a window wakes the writer, which then waits out
+	 * the window; the others need no wake-up (signalled after the unlock,
+	 * so that the writer does not wake only to wait for the lock). */
+	if (first)
+		pthread_cond_signal(&q_cond);
 }
 
-/* Marks the queue for writing now and wakes the writer.  Called with
- * q_lock held; returns whether a broadcast is due (after the unlock, so the
- * writer does not wake only to wait for the lock). */
-static bool kick_locked(void)
-{
-	if (!q_head || q_kicked)
-		return false;
-	q_kicked = true;
-	return true;
-}
-
-void sg_audit_kick(void)
-{
-	bool wake;
-
-	pthread_mutex_lock(&q_lock);
-	wake = kick_locked();
-	pthread_mutex_unlock(&q_lock);
-	if (wake)
-		pthread_cond_broadcast(&q_cond);
-}
-
-/* Waits until every row queued so far is in the database: the queued ones
- * are kicked, a batch being written is waited for. */
-static void flush(void)
+/* Waits until every row queued so far is in the database (the window is
+ * ended at once), at most timeout_ms (-1: as long as it takes).  Returns 0,
+ * or -1 when the time ran out. */
+static int flush_wait(int timeout_ms)
 {
 	unsigned long long target;
+	struct timespec until;
+	int rc = 0;
 
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&q_lock);
 	target = q_added;
-	if (kick_locked())
-		pthread_cond_broadcast(&q_cond);
-	while (writer_started && q_written < target)
-		pthread_cond_wait(&q_cond, &q_lock);
+	if (q_flush < target) {
+		q_flush = target;
+		pthread_cond_signal(&q_cond);
+	}
+	while (rc == 0 && writer_started && q_written < target)
+		rc = timeout_ms < 0 ? pthread_cond_wait(&w_cond, &q_lock)
+				    : pthread_cond_timedwait(&w_cond, &q_lock, &until);
 	pthread_mutex_unlock(&q_lock);
+	return rc == 0 ? 0 : -1;
+}
+
+int sg_audit_flush(int timeout_ms)
+{
+	return flush_wait(timeout_ms);
 }
 
 void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
-			json_t *call_result, int64_t duration_ms, bool cancelled)
+			struct sg_bulk *bulk, json_t *call_result, int64_t duration_ms,
+			bool cancelled)
 {
 	bool is_env = !strcmp(tool, "sandbox_env");
 	json_t *structured = json_object_get(call_result, "structuredContent");
@@ -465,30 +573,34 @@ void sg_audit_tool_call(struct sg_session *s, const char *tool, json_t *args,
 	const char *status = cancelled ? "cancelled"
 			     : json_is_true(json_object_get(call_result, "isError")) ? "error" : "ok";
 	const char *machine = call_machine(args, structured);
-	char error[AUDIT_ERROR_MAX + 1] = "";
 	struct row *r;
 
 	if (!strcmp(tool, "sandbox_audit_query")) {
 		json_decref(args);
+		sg_bulk_free(bulk);
 		return; /* reading the log is not an event in it */
 	}
-	if (!strcmp(status, "error")) {
+	r = sg_xmalloc(sizeof(*r));
+	r->ts = now_s();
+	memcpy(r->session, s->hash, sizeof(r->session));
+	memcpy(r->owner, s->owner, sizeof(r->owner));
+	r->tool = tool;
+	r->action = action ? action : "";
+	r->status = status;
+	r->machine = machine ? sg_xstrdup(machine) : NULL;
+	r->details = NULL;
+	r->error = NULL;
+	r->args = args;
+	r->bulk = bulk;
+	r->duration_ms = duration_ms;
+	r->next = NULL;
+	if (status[0] == 'e') {
 		const char *text = json_string_value(json_object_get(json_array_get(
 			json_object_get(call_result, "content"), 0), "text"));
 
-		snprintf(error, sizeof(error), "%s", text ? text : "");
+		if (text && *text)
+			r->error = sg_xasprintf("%.*s", AUDIT_ERROR_MAX, text);
 	}
-	r = sg_xcalloc(1, sizeof(*r));
-	r->args = args;
-	r->ts = now_s();
-	r->session = sg_xstrdup(s->hash);
-	r->owner = sg_xstrdup(s->owner);
-	r->machine = dup_or_null(machine);
-	r->tool = sg_xstrdup(tool);
-	r->action = sg_xstrdup(action ? action : "");
-	r->status = sg_xstrdup(status);
-	r->error = error[0] ? sg_xstrdup(error) : NULL;
-	r->duration_ms = duration_ms;
 	if (!sg_audit_file_backed()) {
 		row_details(r);
 		SG_INFO("audit: {\"tool\":\"%s\",\"action\":\"%s\",\"machine\":\"%s\",\"status\":\"%s\","
@@ -723,7 +835,7 @@ int sg_audit_query(struct sg_session *s, json_t *args, json_t **result, struct s
 	if (parse_query(args, &q, err) < 0)
 		return -1;
 	window_sql(&win, &n_shared, shared);
-	flush();
+	flush_wait(-1);
 	pthread_mutex_lock(&db_lock);
 	if (!audit_db()) {
 		sg_errf(err, SG_E_UNAVAILABLE, "the audit database cannot be opened: see sandgate's log");
@@ -778,5 +890,6 @@ void sg_audit_close(void)
 	sqlite3_close(db);
 	db = NULL;
 	db_failed = false;
+	atomic_store(&backed, -1);
 	pthread_mutex_unlock(&db_lock);
 }

@@ -1038,16 +1038,35 @@ static void *sweep_main(void *arg)
 	return NULL;
 }
 
+/* sweep_thread and sweep_started: a stop that ends the process at once
+ * (the signal thread, the watchdog) may reap while main joins. */
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int sg_machine_sweep_async(void)
 {
-	sweep_started = pthread_create(&sweep_thread, NULL, sweep_main, NULL) == 0;
-	return sweep_started ? 0 : -1;
+	bool started;
+
+	pthread_mutex_lock(&sweep_lock);
+	started = sweep_started = pthread_create(&sweep_thread, NULL, sweep_main, NULL) == 0;
+	pthread_mutex_unlock(&sweep_lock);
+	return started ? 0 : -1;
+}
+
+void sg_machine_sweep_reap(void)
+{
+	if (pthread_mutex_trylock(&sweep_lock) != 0)
+		return; /* main is joining it */
+	if (sweep_started && pthread_tryjoin_np(sweep_thread, NULL) == 0)
+		sweep_started = false;
+	pthread_mutex_unlock(&sweep_lock);
 }
 
 void sg_machine_sweep_join(void)
 {
+	pthread_mutex_lock(&sweep_lock);
 	if (sweep_started) {
 		pthread_join(sweep_thread, NULL);
 		sweep_started = false;
 	}
+	pthread_mutex_unlock(&sweep_lock);
 }

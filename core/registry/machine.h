@@ -137,6 +137,10 @@ void sg_machine_sweep_lost(void);
  * (before the plugins are unloaded).  Returns 0 or -1. */
 int sg_machine_sweep_async(void);
 void sg_machine_sweep_join(void);
+/* Joins the sweep's thread when it has ended, never waiting (a stop that
+ * ends the process at once: a finished thread is not left unjoined).  Any
+ * thread: it skips a join in progress. */
+void sg_machine_sweep_reap(void);
 
 /* Writes the last use of each machine used since the last time to the
  * record, where a process adopting it after this one died finds it.  The

@@ -46,18 +46,15 @@ static const char schema[] =
 
 static void migrate_machines_json(const char *dir);
 
-/* The file is created 0600 before SQLite opens it: it holds environment
- * values and who owns what. */
+/* The file is created 0600 before SQLite opens it (it holds environment
+ * values and who owns what); SQLite gives its -wal and -shm files the
+ * database's mode. */
 static int create_private(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = sg_file_open_private(path, O_RDWR, true);
 
 	if (fd < 0)
 		return -1;
-	if (fchmod(fd, 0600) < 0) {
-		close(fd);
-		return -1;
-	}
 	close(fd);
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/registry/audit.h"
+#include "core/protocol/bulk.h"
 #include "core/protocol/call.h"
 #include "core/base/conf.h"
 #include "core/protocol/jsonrpc.h"
@@ -80,6 +81,7 @@ static void batch_done(struct batch *b, json_t *reply)
 struct reply_to {
 	struct batch *batch;
 	void *ctx;
+	struct sg_bulk *bulk;    /* a lone tools/call's large arguments, for its job */
 };
 
 static void reply(struct sg_session *s, struct reply_to *rt, struct sg_call *call, json_t *msg)
@@ -112,7 +114,21 @@ static json_t *handle_initialize(struct sg_session *s, json_t *params, json_t **
 	 * latest and let the client decide. */
 	if (sg_mcp_version_supported(asked))
 		chosen = asked;
+	/* Once per session (lifecycle: initialization is the first
+	 * interaction): a second one would change the version the session's
+	 * transport and batches already follow.  Checked and set under one
+	 * lock, so two racing initializes cannot both pass. */
 	pthread_mutex_lock(&s->lock);
+	if (s->protocol[0]) {
+		char msg[240];
+
+		snprintf(msg, sizeof(msg),
+			 "initialize was already answered in this session (protocol %s): a session is initialized once; to start over, open a new session (stdio: a new process; HTTP: initialize without Mcp-Session-Id)",
+			 s->protocol);
+		pthread_mutex_unlock(&s->lock);
+		*error = sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, msg, NULL);
+		return NULL;
+	}
 	snprintf(s->protocol, sizeof(s->protocol), "%s", chosen);
 	pthread_mutex_unlock(&s->lock);
 	return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
@@ -131,6 +147,7 @@ struct tool_job {
 	struct sg_call *call;
 	const struct sg_tool *tool;
 	json_t *args;
+	struct sg_bulk *bulk;    /* owned, then the audit row's */
 	struct reply_to rt;
 };
 
@@ -139,7 +156,7 @@ static void run_job(struct sg_exec_job *ex)
 	struct tool_job *job = (struct tool_job *)ex;
 	struct sg_call *call = job->call;
 	struct sg_session *s = call->session;
-	struct sg_tool_ctx t = { .s = s, .call = call };
+	struct sg_tool_ctx t = { .s = s, .call = call, .bulk = job->bulk };
 	json_t *result;
 	int64_t t0 = sg_now_ms(), took;
 	bool cancelled;
@@ -149,9 +166,11 @@ static void run_job(struct sg_exec_job *ex)
 	took = sg_now_ms() - t0;
 	cancelled = sg_call_cancelled(call);
 	/* The row is queued before the reply, so a client that queries the log
-	 * next sees the call it just made; it is written after (the kick). */
-	sg_audit_tool_call(s, job->tool->name, job->args, result, took, cancelled);
+	 * next sees the call it just made; the writer writes it later, in a
+	 * batch. */
+	sg_audit_tool_call(s, job->tool->name, job->args, job->bulk, result, took, cancelled);
 	job->args = NULL; /* the audit row's now */
+	job->bulk = NULL;
 	SG_DEBUG("tools/call %s took %lld ms", job->tool->name, (long long)took);
 	/* A cancelled request gets no response (basic/utilities/cancellation). */
 	if (cancelled) {
@@ -164,7 +183,6 @@ static void run_job(struct sg_exec_job *ex)
 	} else {
 		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
 	}
-	sg_audit_kick();
 	sg_session_call_remove(s, call);
 	sg_call_free(call);
 	free(job);
@@ -208,11 +226,11 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 		return sg_rpc_error(m->id, SG_RPC_INTERNAL_ERROR,
 				    "too many tool calls in flight: retry shortly, or raise [server] max_calls", NULL);
 	job = sg_xcalloc(1, sizeof(*job));
-	/* The call gets copies of the id and token, as of the arguments: a
-	 * reference shared with the message would be dropped on two threads,
-	 * and jansson's count orders nothing between them (TSan: the final
-	 * free here raced the worker's decref once the worker no longer waited
-	 * for a new thread to start). */
+	/* The call gets copies of the id and token (the arguments are taken
+	 * out of the message, below): a reference shared with the message
+	 * would be dropped on two threads, and jansson's count orders nothing
+	 * between them (TSan: the final free here raced the worker's decref
+	 * once the worker no longer waited for a new thread to start). */
 	id = json_deep_copy(m->id);
 	token = token ? json_deep_copy(token) : NULL;
 	job->call = sg_call_new(s, id, token, "tools/call");
@@ -221,7 +239,16 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	job->call->transport_ctx = rt->ctx;
 	snprintf(job->call->tool, sizeof(job->call->tool), "%s", name);
 	job->tool = tool;
-	job->args = json_is_object(args) ? json_deep_copy(args) : NULL;
+	/* The arguments are taken out of the message, not copied: a file's
+	 * content is the largest thing a call carries, and a copy of it was
+	 * one whole extra copy on every write.  The message keeps no
+	 * reference, so the job's is the only one (jansson's reference count
+	 * orders nothing between two threads that drop one each). */
+	job->args = json_is_object(args) ? json_incref(args) : NULL;
+	if (job->args)
+		json_object_del(m->params, "arguments");
+	job->bulk = rt->bulk;
+	rt->bulk = NULL;
 	job->rt = *rt;
 	job->ex.run = run_job;
 	sg_session_call_add(s, job->call);
@@ -232,6 +259,7 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 		sg_session_call_remove(s, job->call);
 		sg_call_free(job->call);
 		json_decref(job->args);
+		rt->bulk = job->bulk; /* the caller frees it */
 		free(job);
 		return sg_rpc_error(m->id, SG_RPC_INTERNAL_ERROR, "cannot start a thread for the call", NULL);
 	}
@@ -424,9 +452,10 @@ static int handle_batch(struct sg_session *s, json_t *arr, void *ctx)
 	return replies;
 }
 
-int sg_mcp_handle(struct sg_session *s, const char *data, size_t len, void *transport_ctx)
+/* A message parsed: a batch, or one message (with the large arguments of a
+ * lone tools/call, when its tool takes them as they are). */
+static int handle_msg(struct sg_session *s, json_t *msg, struct sg_bulk *bulk, void *transport_ctx)
 {
-	json_t *msg = sg_rpc_parse(data, len);
 	struct reply_to rt = { .ctx = transport_ctx };
 	int r;
 
@@ -435,10 +464,37 @@ int sg_mcp_handle(struct sg_session *s, const char *data, size_t len, void *tran
 						 "parse error: the message is not valid JSON", NULL));
 		return 1;
 	}
+	if (bulk) {
+		const char *method = json_string_value(json_object_get(msg, "method"));
+		const struct sg_tool *tool = method && !strcmp(method, "tools/call")
+			? sg_tool_find(json_string_value(json_object_get(json_object_get(msg, "params"), "name")) ?: "")
+			: NULL;
+
+		/* Only the argument the tool reads as it is stays apart; anything
+		 * else goes back into the message, for every other reader. */
+		if (tool && tool->bulk_arg && !bulk->next && !strcmp(bulk->key, tool->bulk_arg))
+			rt.bulk = bulk;
+		else
+			sg_bulk_restore(msg, bulk);
+	}
 	if (json_is_array(msg))
 		r = handle_batch(s, msg, transport_ctx);
 	else
 		r = handle_one(s, msg, &rt);
+	sg_bulk_free(rt.bulk); /* not taken by a job: the call was refused */
 	json_decref(msg);
 	return r;
+}
+
+int sg_mcp_handle(struct sg_session *s, const char *data, size_t len, void *transport_ctx)
+{
+	return handle_msg(s, sg_rpc_parse(data, len), NULL, transport_ctx);
+}
+
+int sg_mcp_handle_taking(struct sg_session *s, char *data, size_t len, void *transport_ctx)
+{
+	struct sg_bulk *bulk;
+	json_t *msg = sg_rpc_parse_taking(data, len, &bulk);
+
+	return handle_msg(s, msg, bulk, transport_ctx);
 }

@@ -29,6 +29,12 @@ struct sg_session;
  * free to be reused. */
 int sg_mcp_handle(struct sg_session *s, const char *data, size_t len, void *transport_ctx);
 
+/* The same for a message whose buffer the transport gives away: a large
+ * tool argument is decoded from it once, and its pages are given back to
+ * the system as they are read (core/protocol/bulk.h).  The caller must
+ * not read data afterwards; it still frees it. */
+int sg_mcp_handle_taking(struct sg_session *s, char *data, size_t len, void *transport_ctx);
+
 /* True when `version` is a protocol revision sandgate speaks. */
 bool sg_mcp_version_supported(const char *version);
 

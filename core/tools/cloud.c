@@ -283,8 +283,7 @@ out:
 static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			   struct sg_err *err)
 {
-	const char *path, *encoding;
-	json_t *content;
+	const char *path, *encoding, *text;
 	struct sg_entry *e = NULL;
 	struct sg_write_opts opts = { 0 };
 	void *decoded = NULL;
@@ -297,18 +296,17 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
 	    sg_arg_enum(args, "encoding", "utf-8", "utf-8|utf8|base64", &encoding, err) < 0)
 		goto out;
-	content = json_object_get(args, "content");
-	if (!json_is_string(content)) {
-		sg_errf(err, SG_E_INVAL, content ? "argument 'content' must be a string"
-						 : "missing required argument 'content': pass the file's text (or base64 with \"encoding\": \"base64\")");
+	if (!json_object_get(args, "content")) {
+		sg_errf(err, SG_E_INVAL, "missing required argument 'content': pass the file's text (or base64 with \"encoding\": \"base64\")");
 		goto out;
 	}
+	if (sg_tool_text_arg(t, args, "content", true, &text, &len, err) < 0)
+		goto out;
 	if (!*path) {
 		sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
 		goto out;
 	}
-	data = json_string_value(content);
-	len = json_string_length(content);
+	data = text;
 	if (strcmp(encoding, "base64") == 0) {
 		decoded = sg_base64_decode(data, &len);
 		if (!decoded) {
@@ -483,7 +481,7 @@ static const struct sg_tool cloud_tools[] = {
 			  "\"reset\":{\"type\":\"boolean\",\"description\":\"Fresh state first\"}"
 			  "},\"required\":[\"code\"],\"additionalProperties\":false}",
 	  .fn = sg_tool_run_code,
-	  	  .output_schema = OUT(OUT_RUN ",\"stateful\":" T_BOOL ",\"results\":" T_ARR) },
+	  .output_schema = OUT(OUT_RUN ",\"stateful\":" T_BOOL ",\"results\":" T_ARR) },
 	{ .name = "run_command",
 	  .description = "Run a shell command (/bin/sh -c) in a sandbox.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
@@ -493,7 +491,7 @@ static const struct sg_tool cloud_tools[] = {
 			  "\"timeout\":{\"type\":\"integer\",\"default\":{\"config\":\"sandbox.command_timeout\"},\"description\":\"Seconds\"},"
 			  "\"envs\":" ENVS("Extra env") "},\"required\":[\"command\"],\"additionalProperties\":false}",
 	  .fn = tool_run_command,
-	  	  .output_schema = OUT(OUT_RUN) },
+	  .output_schema = OUT(OUT_RUN) },
 	{ .name = "read_file",
 	  .description = "Read a file from a sandbox (base64 if not UTF-8).",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
@@ -514,6 +512,7 @@ static const struct sg_tool cloud_tools[] = {
 			  SANDBOX_ID ","
 			  "\"encoding\":" ENCODING("utf-8 or base64") "},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
 	  .fn = tool_write_file,
+	  .bulk_arg = "content",
 	  .annotations = "{\"idempotentHint\":true,\"openWorldHint\":false}",
 	  .output_schema = OUT("\"path\":" T_STR ",\"bytes_written\":" T_INT) },
 	{ .name = "list_files",

@@ -149,7 +149,7 @@ static const struct sg_tool env_tools[] = {
 			  "},\"required\":[\"command\"],\"additionalProperties\":false}",
 	  .fn = sg_tool_shell_exec,
 	  .schema_hook = exec_schema,
-	  	  .output_schema = OUT_SHELL },
+	  .output_schema = OUT_SHELL },
 	{ .name = "sandbox_shell_read",
 	  .description = "Read a shell's new output without blocking.",
 	  .input_schema = "{\"type\":\"object\",\"properties\":{"
@@ -178,6 +178,7 @@ static const struct sg_tool env_tools[] = {
 			  "\"content\":" STR("The whole content") ","
 			  MACHINE "},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
 	  .fn = sg_tool_file_write,
+	  .bulk_arg = "content",
 	  .annotations = "{\"idempotentHint\":true,\"openWorldHint\":false}",
 	  .output_schema = OUT("\"status\":" T_STR ",\"path\":" T_STR ",\"bytes_written\":{\"type\":\"integer\"}") },
 	{ .name = "sandbox_file_patch",
@@ -217,7 +218,7 @@ static const struct sg_tool env_tools[] = {
 			  "\"params\":{\"type\":\"object\",\"description\":\"Action params\"}"
 			  "},\"required\":[\"action\"],\"additionalProperties\":true}",
 	  .fn = sg_tool_env,
-	  	  .output_schema = "{\"type\":\"object\"}" },
+	  .output_schema = "{\"type\":\"object\"}" },
 };
 
 static const struct sg_tool audit_tool[] = {

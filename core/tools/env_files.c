@@ -99,11 +99,12 @@ int sg_tool_file_write(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 	struct sg_entry *e = NULL;
 	char *full = NULL;
 	json_t *r = NULL;
+	size_t len;
 	bool created;
 	int ret = -1;
 
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
-	    sg_arg_str(args, "content", true, &content, err) < 0)
+	    sg_tool_text_arg(t, args, "content", true, &content, &len, err) < 0)
 		return -1;
 	if (!*path)
 		return sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
@@ -113,8 +114,7 @@ int sg_tool_file_write(struct sg_tool_ctx *t, json_t *args, json_t **result, str
 	if (!full)
 		goto out;
 	r = json_pack("{s:s, s:s}", "status", "ok", "path", full);
-	if (write_checked(t, e, full, content, json_string_length(json_object_get(args, "content")), r,
-			  err) < 0)
+	if (write_checked(t, e, full, content, len, r, err) < 0)
 		goto out;
 	sg_fileops_advise(r, full, NULL);
 	sg_env_add_machine(r, e, created);

@@ -14,6 +14,8 @@
 #include "core/registry/machine.h"
 #include "core/registry/provision.h"
 #include "core/protocol/session.h"
+#include "core/protocol/bulk.h"
+#include "core/registry/redact.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -247,7 +249,8 @@ static json_t *text_block(const char *text)
 	return json_pack("{s:s, s:s}", "type", "text", "text", text);
 }
 
-json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args,
+			 json_t *secrets)
 {
 	json_t *result = NULL, *content, *extra;
 	json_t *empty = NULL;
@@ -266,6 +269,8 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 	if (tool->fn(t, args, &result, &err) < 0)
 		goto fail;
 	json_decref(empty);
+	/* before the text is made from it: a secret's JSON form may differ */
+	sg_redact_scrub(result, secrets);
 	extra = json_incref(json_object_get(result, "_content"));
 	json_object_del(result, "_content");
 	/* A result of only "_content" is exactly those blocks (the conformance
@@ -288,6 +293,35 @@ fail:
 	if (err.code == SG_E_OK)
 		sg_errf(&err, SG_E_INTERNAL, "%s failed", tool->name);
 	return json_pack("{s:[o], s:b}", "content", text_block(err.msg), "isError", 1);
+}
+
+json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
+{
+	/* The result never holds a secret the caller passed (redact.h): most
+	 * calls pass none, and pay one walk of their arguments. */
+	json_t *secrets = json_is_object(args) ? sg_redact_secrets(args) : NULL;
+	json_t *result = call_tool(t, tool, args, secrets);
+
+	sg_redact_scrub(result, secrets);
+	json_decref(secrets);
+	return result;
+}
+
+int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name, bool required,
+		     const char **p, size_t *len, struct sg_err *err)
+{
+	const struct sg_bulk *b = t ? sg_bulk_find(t->bulk, name) : NULL;
+
+	*len = 0;
+	if (sg_arg_str(args, name, required, p, err) < 0)
+		return -1;
+	if (b) {
+		*p = b->data;
+		*len = b->len;
+	} else if (*p) {
+		*len = json_string_length(json_object_get(args, name));
+	}
+	return 0;
 }
 
 /* ---- the session's default machine ---------------------------------------- */

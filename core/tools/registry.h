@@ -19,9 +19,12 @@ struct sg_call;
 struct sg_entry;
 struct sg_session;
 
+struct sg_bulk;
+
 struct sg_tool_ctx {
 	struct sg_session *s;
 	struct sg_call *call;
+	const struct sg_bulk *bulk; /* the call's large argument, or NULL (core/protocol/bulk.h) */
 };
 
 /* A handler fills *result with a new JSON object (the structured result) and
@@ -51,6 +54,11 @@ struct sg_tool {
 	 * every result has; more fields may come).  Clients validate results
 	 * against it, so a field that can be null is not listed. */
 	const char *output_schema;
+	/* Optional: a string argument (a file's content) the handler reads
+	 * with sg_tool_text_arg(), so that a large one reaches it decoded once
+	 * and not copied (core/protocol/bulk.h).  Only a content-like name
+	 * (hashed in audit rows). */
+	const char *bulk_arg;
 };
 
 /* The families [server] tools (or --tools) chooses from. */
@@ -89,8 +97,17 @@ json_t *sg_tools_list(void);
 const char *sg_tools_list_text(size_t *len);
 
 /* Runs a tool and returns the CallToolResult (new reference).  args may be
- * NULL (no arguments). */
+ * NULL (no arguments).  Every secret args holds (a string under a key that
+ * names one, core/registry/redact.h) is replaced by "[redacted]" wherever
+ * the result would show it. */
 json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args);
+
+/* A string argument as bytes: the call's large argument of that name when
+ * it came apart from the message, else the JSON string (its length, NULs
+ * included).  Errors as sg_arg_str().  The bytes are borrowed for the
+ * call. */
+int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name, bool required,
+		     const char **p, size_t *len, struct sg_err *err);
 
 /* ---- machines ------------------------------------------------------------ */
 /* The machine a call addresses: args' sandbox_id when given (not changing

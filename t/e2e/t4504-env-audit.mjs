@@ -1,11 +1,12 @@
 // The audit log: one SQLite row per tool call (cloud tools and sandbox_env
 // tools, errors included, sandbox_audit_query itself not), content fields
-// and envs values stored only as SHA-256 and length, never the text; two
+// and envs values stored only as an HMAC-SHA256 under the install's key
+// (<state dir>/audit.key) and the length, never the text; two
 // sandgate processes share the file; sandbox_audit_query filters, pages and
 // refuses bad bounds with the reference's messages.  Checked with the
 // sqlite3 CLI on the file itself.  The body runs on the backend of
 // SG_TEST_BACKEND (default docker).
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,6 @@ import { t, preflight, sdkClient, errorText, tmpdir } from '../lib/sg.mjs';
 import { backendFromEnv } from '../lib/backends.mjs';
 
 const execFileP = promisify(execFile);
-const sha = (s) => createHash('sha256').update(s).digest('hex');
 
 async function sql(db, q) {
   const { stdout } = await execFileP('sqlite3', ['-json', db, q]);
@@ -31,6 +31,8 @@ t.run(async () => {
     await t.bailOut('the sqlite3 CLI is missing: apt-get install sqlite3 (.ci/run does)');
   }
   const db = path.join(tmpdir(), 'state', 'sandgate', 'audit.db');
+  const keyFile = path.join(tmpdir(), 'state', 'sandgate', 'audit.key');
+  const mac = (s) => createHmac('sha256', fs.readFileSync(keyFile)).update(s).digest('hex');
   const srv = await sdkClient(be.args, be.env);
   const secrets = ['SECRET-CONTENT-4417', 'TOPSECRET-WRITE-9', 'OLDSECRET-77', 'NEWSECRET-88', 'ENVSECRET-55',
     'CODESECRET-66', 'PATCHSECRET-99'];
@@ -68,9 +70,9 @@ t.run(async () => {
   t.like(first.session, /^[0-9a-f]{16}$/, 'rows carry a hash of the session id');
   t.ok(Number.isInteger(first.duration_ms), 'rows carry duration_ms');
   t.ok(first.machine && typeof first.machine === 'string', 'rows carry the machine the call used');
-  t.deepEqual(first.details?.content, { sha256: sha(`${secrets[0]}\n`), len: secrets[0].length + 1 }, 'content is stored as sha256 and length');
+  t.deepEqual(first.details?.content, { hmac_sha256: mac(`${secrets[0]}\n`), len: secrets[0].length + 1 }, 'content is stored as its keyed hash and length');
   const envRow = q.records.find((r) => r.tool === 'run_command');
-  t.deepEqual(envRow?.details?.envs?.TOKEN, { sha256: sha(secrets[4]), len: secrets[4].length }, 'every envs value is hashed');
+  t.deepEqual(envRow?.details?.envs?.TOKEN, { hmac_sha256: mac(secrets[4]), len: secrets[4].length }, 'every envs value is hashed');
   t.ok(q.records.some((r) => r.tool === 'sandbox_env' && r.action === 'help'), 'sandbox_env rows carry the inner action');
   t.ok(q.records.some((r) => r.status === 'error' && r.machine === 'no-such-machine'), 'a failed call is a row with status error');
   t.ok(!q.records.some((r) => r.tool === 'sandbox_audit_query'), 'queries are not audited');

@@ -46,7 +46,7 @@ export function sessionHash(sid) {
 
 let seq = 0;
 
-const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|AddressSanitizer:DEADLYSIGNAL/;
+const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|AddressSanitizer:DEADLYSIGNAL|WARNING: ThreadSanitizer/;
 
 /** A sanitizer report in the server's stderr fails the test (once). */
 function checkSanitizer(h) {

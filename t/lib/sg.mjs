@@ -151,7 +151,7 @@ const containerIds = new Set();  // every container id the test looked at
 
 export function trackSandbox(id) { if (typeof id === 'string' && id) sandboxIds.add(id); }
 
-const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|LeakSanitizer|AddressSanitizer:DEADLYSIGNAL/;
+const SAN_RE = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|LeakSanitizer|AddressSanitizer:DEADLYSIGNAL|WARNING: ThreadSanitizer/;
 
 function sanitizerReport(file) {
   let text;
@@ -621,6 +621,22 @@ export async function rawServer(extraArgs = [], env = {}, opts = {}) {
     kill(sig = 'SIGKILL') { h.killNow(sig); return h.exited; },
   };
   return srv;
+}
+
+// ---- the fake backend that works (t/plugins/fake.c, FAKE_WORKS) ---------------------------
+
+/**
+ * The arguments that make sandgate load only t/plugins/.libs/fakework.so and
+ * use it by default: machines and commands at no cost ("ok\n"; the command
+ * "hang" never returns and ignores cancellation).  Bails out when it is not
+ * built ("make check" builds it).
+ */
+export async function fakeBackendArgs() {
+  const libs = path.join(process.env.SG_TEST_BUILDDIR ?? '', 't', 'plugins', '.libs');
+  if (!fs.existsSync(path.join(libs, 'fakework.so'))) {
+    await t.bailOut(`${path.join(libs, 'fakework.so')} is missing: build the test plugins with "make check" (they are check_LTLIBRARIES)`);
+  }
+  return ['--set', `plugin.path=${libs}`, '--set', 'plugin.load=fakework', '--set', 'sandbox.default_backend=fakework'];
 }
 
 // ---- sandgate CLI -------------------------------------------------------------------------

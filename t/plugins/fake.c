@@ -19,6 +19,13 @@
  *   FAKE_HIDDEN             sg_backend is not exported (forgotten SG_EXPORT)
  *   FAKE_PREFERENCE=N       default of [<name>] preference (5)
  *   FAKE_OFF                default of [<name>] usable is "false" (else "true")
+ *   FAKE_WORKS              machines and commands that work, at no cost: for
+ *                           the tests and benchmarks of the core's own path
+ *                           (t2060, t3009, bench/audit_cost.sh).  exec
+ *                           answers "ok\n", except for the command "hang",
+ *                           which never returns and ignores cancellation (a
+ *                           stuck backend call); file_write reads every byte
+ *                           and keeps nothing; file_read gives "fake\n".
  *
  * Every required group is filled with stubs: machine_create fails with
  * SG_E_NOTSUP, so a call that reaches the fake says which plugin it reached.
@@ -32,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <sandgate/plugin.h>
 
@@ -130,11 +138,26 @@ static int fake_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, str
 			  why ? why : "", FAKE_STEM);
 }
 
+#ifdef FAKE_WORKS
+static atomic_int machines_made;
+
+static int fake_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
+		       struct sg_machine *m, struct sg_err *err)
+{
+	int n = atomic_fetch_add(&machines_made, 1) + 1;
+
+	if (host->machine_set(m, SG_MACHINE_ID, "%s-%ld-%d", FAKE_STEM, (long)getpid(), n) < 0 ||
+	    host->machine_set(m, SG_MACHINE_WORKSPACE, "/work") < 0)
+		return host->errf(err, SG_E_INTERNAL, "fake backend %s: machine_set failed", FAKE_STEM);
+	return 0;
+}
+#else
 static int fake_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
 		       struct sg_machine *m, struct sg_err *err)
 {
 	return host->errf(err, SG_E_NOTSUP, "fake backend %s: no machines", FAKE_STEM);
 }
+#endif
 
 static int fake_attach(void *priv, const char *id, const json_t *kept, struct sg_call *call,
 		       struct sg_machine *m, struct sg_err *err)
@@ -158,7 +181,18 @@ static int fake_list(void *priv, struct sg_call *call, json_t **machines, struct
 					  FAKE_STEM);
 }
 
-#ifndef FAKE_NO_EXEC
+#if defined(FAKE_WORKS)
+static int fake_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call *call,
+		     struct sg_exec_result *res, struct sg_err *err)
+{
+	if (req->command && !strcmp(req->command, "hang"))
+		for (;;)
+			sleep(3600); /* stuck: no poll of the cancel fd, no return */
+	res->exit_code = 0;
+	return host->buf_append(&res->out, "ok\n", 3) < 0
+		       ? host->errf(err, SG_E_NOMEM, "fake backend %s: out of memory", FAKE_STEM) : 0;
+}
+#elif !defined(FAKE_NO_EXEC)
 static int fake_exec(struct sg_machine *m, const struct sg_exec_req *req, struct sg_call *call,
 		     struct sg_exec_result *res, struct sg_err *err)
 {
@@ -194,6 +228,30 @@ static ssize_t fake_stream_read_ch(struct sg_stream *s, void *p, size_t n, int t
 }
 #endif
 
+#ifdef FAKE_WORKS
+static int fake_file_read(struct sg_machine *m, const char *path, size_t max,
+			  struct sg_call *call, struct sg_buf *out, struct sg_err *err)
+{
+	return host->buf_append(out, "fake\n", 5) < 0
+		       ? host->errf(err, SG_E_NOMEM, "fake backend %s: out of memory", FAKE_STEM) : 0;
+}
+
+/* Reads every byte (as a backend sending them would) and keeps none. */
+static volatile unsigned char file_sum;
+
+static int fake_file_write(struct sg_machine *m, const char *path, const void *data,
+			   size_t len, const struct sg_write_opts *opts, struct sg_call *call,
+			   struct sg_err *err)
+{
+	const unsigned char *p = data;
+	unsigned char sum = 0;
+
+	for (size_t i = 0; i < len; i++)
+		sum ^= p[i];
+	file_sum = sum;
+	return 0;
+}
+#else
 static int fake_file_read(struct sg_machine *m, const char *path, size_t max,
 			  struct sg_call *call, struct sg_buf *out, struct sg_err *err)
 {
@@ -206,6 +264,7 @@ static int fake_file_write(struct sg_machine *m, const char *path, const void *d
 {
 	return host->errf(err, SG_E_NOTSUP, "fake backend %s: no files", FAKE_STEM);
 }
+#endif
 
 static int fake_file_list(struct sg_machine *m, const char *path, struct sg_call *call,
 			  json_t **entries, struct sg_err *err)

@@ -501,13 +501,26 @@ static void test_initialize_versions(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_string_equal(f->s->protocol, "");
-	check_initialize(f, "2025-11-25", "2025-11-25");
-	check_initialize(f, "2025-06-18", "2025-06-18");
-	check_initialize(f, "2025-03-26", "2025-03-26");
-	check_initialize(f, "2024-11-05", "2024-11-05");
-	check_initialize(f, "1999-01-01", "2025-11-25");
-	check_initialize(f, "2025-11-25x", "2025-11-25");
+	static const char *const asked_want[][2] = {
+		{ "2025-11-25", "2025-11-25" }, { "2025-06-18", "2025-06-18" },
+		{ "2025-03-26", "2025-03-26" }, { "2024-11-05", "2024-11-05" },
+		{ "1999-01-01", "2025-11-25" }, { "2025-11-25x", "2025-11-25" },
+	};
+
+	/* a session is initialized once: each version in a session of its own */
+	for (size_t i = 0; i < sizeof(asked_want) / sizeof(asked_want[0]); i++) {
+		sg_session_unref(f->s);
+		cap_clear(&f->cap);
+		f->s = sg_session_new(&cap_ops, &f->cap, "local:test");
+		assert_string_equal(f->s->protocol, "");
+		check_initialize(f, asked_want[i][0], asked_want[i][1]);
+	}
+	expect_error(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":"
+		     "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}",
+		     "2", SG_RPC_INVALID_REQUEST,
+		     "initialize was already answered in this session (protocol 2025-11-25): a session is initialized once; "
+		     "to start over, open a new session (stdio: a new process; HTTP: initialize without Mcp-Session-Id)");
+	assert_string_equal(f->s->protocol, "2025-11-25");
 	assert_true(sg_mcp_version_supported("2024-11-05"));
 	assert_false(sg_mcp_version_supported("2024-10-07"));
 	assert_false(sg_mcp_version_supported(""));

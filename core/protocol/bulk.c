@@ -10,87 +10,29 @@
 
 #include "core/base/util.h"
 #include "core/protocol/bulk.h"
+#include "core/protocol/jskip.h"
 
 #define MAX_BULKS 8                 /* large arguments taken out of one message */
 #define RELEASE_EVERY (1024 * 1024) /* bytes decoded between two page releases */
 
 /* ---- finding the large arguments ---------------------------------------------- */
 
-struct scan {
-	const char *p, *end;
-};
-
 struct lit {
 	char key[64];
 	const char *start, *end; /* the literal, quotes included */
 };
 
-static void ws(struct scan *k)
-{
-	while (k->p < k->end && (*k->p == ' ' || *k->p == '\t' || *k->p == '\n' || *k->p == '\r'))
-		k->p++;
-}
-
-/* k->p at a string's opening quote: moves past its closing one.  Returns 0,
- * or -1 when it does not close. */
-static int str_end(struct scan *k)
-{
-	const char *q = k->p + 1;
-
-	for (;;) {
-		const char *b;
-
-		q = memchr(q, '"', (size_t)(k->end - q));
-		if (!q)
-			return -1;
-		for (b = q; b > k->p + 1 && b[-1] == '\\'; b--)
-			;
-		if ((q - b) % 2 == 0) { /* not escaped */
-			k->p = q + 1;
-			return 0;
-		}
-		q++;
-	}
-}
-
-/* Skips one value without checking it (jansson will). */
-static int skip_value(struct scan *k)
-{
-	size_t depth = 0;
-
-	if (k->p < k->end && *k->p != '"' && *k->p != '{' && *k->p != '[') {
-		while (k->p < k->end && !memchr(",}] \t\n\r", *k->p, 7))
-			k->p++;
-		return k->p < k->end ? 0 : -1;
-	}
-	do {
-		if (k->p >= k->end)
-			return -1;
-		if (*k->p == '"') {
-			if (str_end(k) < 0)
-				return -1;
-			continue;
-		}
-		if (*k->p == '{' || *k->p == '[')
-			depth++;
-		else if (*k->p == '}' || *k->p == ']')
-			depth--;
-		k->p++;
-	} while (depth > 0);
-	return 0;
-}
-
 /* Reads a member's key, decoded as jansson decodes it ("\u0069d" is "id"),
  * into key (a longer one becomes "", which matches nothing), then its
  * colon.  Returns 0 or -1. */
-static int member_key(struct scan *k, char *key, size_t size)
+static int member_key(struct sg_jskip *k, char *key, size_t size)
 {
 	const char *s = k->p;
 	json_t *name;
 
-	ws(k);
+	sg_jskip_ws(k);
 	s = k->p;
-	if (k->p >= k->end || *k->p != '"' || str_end(k) < 0)
+	if (k->p >= k->end || *k->p != '"' || sg_jskip_string(k) < 0)
 		return -1;
 	key[0] = '\0';
 	if ((size_t)(k->p - s) < size) {
@@ -99,18 +41,18 @@ static int member_key(struct scan *k, char *key, size_t size)
 			memcpy(key, json_string_value(name), json_string_length(name) + 1);
 		json_decref(name);
 	}
-	ws(k);
+	sg_jskip_ws(k);
 	if (k->p >= k->end || *k->p++ != ':')
 		return -1;
-	ws(k);
+	sg_jskip_ws(k);
 	return 0;
 }
 
 /* After a member's value: ',' (returns 1) or the object's '}' (returns 0);
  * -1 otherwise. */
-static int member_next(struct scan *k)
+static int member_next(struct sg_jskip *k)
 {
-	ws(k);
+	sg_jskip_ws(k);
 	if (k->p >= k->end)
 		return -1;
 	if (*k->p == ',') {
@@ -126,15 +68,15 @@ static int member_next(struct scan *k)
 
 /* k->p at '{' (or not, and nothing is found): calls each(member key, k)
  * with k->p at the member's value; each moves past it.  Returns 0 or -1. */
-static int members(struct scan *k, int (*each)(const char *key, struct scan *k, void *ud), void *ud)
+static int members(struct sg_jskip *k, int (*each)(const char *key, struct sg_jskip *k, void *ud), void *ud)
 {
 	char key[64];
 	int more;
 
 	if (k->p >= k->end || *k->p != '{')
-		return skip_value(k);
+		return sg_jskip_value(k);
 	k->p++;
-	ws(k);
+	sg_jskip_ws(k);
 	if (k->p < k->end && *k->p == '}') {
 		k->p++;
 		return 0;
@@ -155,7 +97,7 @@ struct found {
 	size_t n_seen;
 };
 
-static int in_arguments(const char *key, struct scan *k, void *ud)
+static int in_arguments(const char *key, struct sg_jskip *k, void *ud)
 {
 	struct found *f = ud;
 	const char *s = k->p;
@@ -165,8 +107,8 @@ static int in_arguments(const char *key, struct scan *k, void *ud)
 	else
 		snprintf(f->seen[f->n_seen++], sizeof(f->seen[0]), "%s", key);
 	if (k->p >= k->end || *k->p != '"')
-		return skip_value(k);
-	if (str_end(k) < 0)
+		return sg_jskip_value(k);
+	if (sg_jskip_string(k) < 0)
 		return -1;
 	if ((size_t)(k->p - s) < SG_BULK_MIN + 2)
 		return 0;
@@ -195,22 +137,22 @@ static void check_dups(struct found *f)
 	}
 }
 
-static int in_params(const char *key, struct scan *k, void *ud)
+static int in_params(const char *key, struct sg_jskip *k, void *ud)
 {
 	struct found *f = ud;
 
 	if (strcmp(key, "arguments") != 0)
-		return skip_value(k);
+		return sg_jskip_value(k);
 	f->arguments++;
 	return members(k, in_arguments, f);
 }
 
-static int in_message(const char *key, struct scan *k, void *ud)
+static int in_message(const char *key, struct sg_jskip *k, void *ud)
 {
 	struct found *f = ud;
 
 	if (strcmp(key, "params") != 0)
-		return skip_value(k);
+		return sg_jskip_value(k);
 	f->params++;
 	return members(k, in_params, f);
 }
@@ -446,7 +388,7 @@ static char *without(const char *data, size_t len, const struct found *f, size_t
 json_t *sg_rpc_parse_taking(char *data, size_t len, struct sg_bulk **bulk)
 {
 	struct found *f;
-	struct scan k = { data, data + len };
+	struct sg_jskip k = { data, data + len };
 	json_t *msg = NULL;
 	char *small;
 	size_t small_len;
@@ -455,7 +397,7 @@ json_t *sg_rpc_parse_taking(char *data, size_t len, struct sg_bulk **bulk)
 	if (len < SG_BULK_MIN)
 		return json_loadb(data, len, JSON_DECODE_ANY, NULL);
 	f = sg_xcalloc(1, sizeof(*f));
-	ws(&k);
+	sg_jskip_ws(&k);
 	/* Anything unexpected, and jansson reads the message as it is (and
 	 * says what is wrong with it). */
 	if (k.p < k.end && *k.p == '{' && members(&k, in_message, f) == 0)

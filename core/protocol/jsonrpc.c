@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/protocol/jsonrpc.h"
+#include "core/protocol/jskip.h"
 #include "core/base/util.h"
 
 static bool valid_id(json_t *id)
@@ -67,66 +68,11 @@ json_t *sg_rpc_parse(const char *data, size_t len)
 
 /* ---- the id of a message's first bytes ---------------------------------- */
 
-struct peek {
-	const char *p, *end;
-};
-
-static void peek_ws(struct peek *k)
-{
-	while (k->p < k->end && (*k->p == ' ' || *k->p == '\t' || *k->p == '\n' || *k->p == '\r'))
-		k->p++;
-}
-
-/* Skips a string token (k->p at its quote).  Returns 0, or -1 when it does
- * not end within the bytes. */
-static int peek_string(struct peek *k)
-{
-	for (k->p++; k->p < k->end; k->p++) {
-		if (*k->p == '\\') {
-			if (++k->p == k->end)
-				return -1;
-		} else if (*k->p == '"') {
-			k->p++;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* Skips one value, not checking it (jansson checks the id's): a string or
- * container to its end, a scalar to the delimiter after it, which must be
- * within the bytes (a number cut there could go on).  Returns 0, or -1. */
-static int peek_value(struct peek *k)
-{
-	size_t depth = 0;
-
-	if (k->p < k->end && *k->p != '"' && *k->p != '{' && *k->p != '[') {
-		while (k->p < k->end && !memchr(",}] \t\n\r", *k->p, 7))
-			k->p++;
-		return k->p < k->end ? 0 : -1;
-	}
-	do {
-		if (k->p >= k->end)
-			return -1;
-		if (*k->p == '"') {
-			if (peek_string(k) < 0)
-				return -1;
-			continue;
-		}
-		if (*k->p == '{' || *k->p == '[')
-			depth++;
-		else if (*k->p == '}' || *k->p == ']')
-			depth--;
-		k->p++;
-	} while (depth > 0);
-	return 0;
-}
-
 json_t *sg_rpc_peek_id(const char *data, size_t len)
 {
-	struct peek k = { data, data + len };
+	struct sg_jskip k = { data, data + len };
 
-	peek_ws(&k);
+	sg_jskip_ws(&k);
 	if (k.p >= k.end || *k.p++ != '{')
 		return NULL;
 	for (;;) {
@@ -134,22 +80,22 @@ json_t *sg_rpc_peek_id(const char *data, size_t len)
 		json_t *name, *v;
 		bool is_id;
 
-		peek_ws(&k);
+		sg_jskip_ws(&k);
 		if (k.p >= k.end || *k.p != '"')
 			return NULL;
 		key = k.p;
-		if (peek_string(&k) < 0)
+		if (sg_jskip_string(&k) < 0)
 			return NULL;
 		/* the key decoded by jansson: "\u0069d" is "id" too */
 		name = json_loadb(key, (size_t)(k.p - key), JSON_DECODE_ANY, NULL);
 		is_id = json_is_string(name) && !strcmp(json_string_value(name), "id");
 		json_decref(name);
-		peek_ws(&k);
+		sg_jskip_ws(&k);
 		if (k.p >= k.end || *k.p++ != ':')
 			return NULL;
-		peek_ws(&k);
+		sg_jskip_ws(&k);
 		val = k.p;
-		if (peek_value(&k) < 0)
+		if (sg_jskip_value(&k) < 0)
 			return NULL;
 		if (is_id) {
 			v = json_loadb(val, (size_t)(k.p - val), JSON_DECODE_ANY, NULL);
@@ -158,7 +104,7 @@ json_t *sg_rpc_peek_id(const char *data, size_t len)
 			json_decref(v);
 			return NULL;
 		}
-		peek_ws(&k);
+		sg_jskip_ws(&k);
 		if (k.p >= k.end || *k.p++ != ',')
 			return NULL;
 	}

@@ -153,8 +153,6 @@ int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t dea
 bool ssh_target_exists(struct ssh_ctx *ctx, const char *name);
 /* "user@host:port" for messages. */
 const char *ssh_target_str(const struct ssh_target *t, char *buf, size_t n);
-/* Expands a leading "~/" with $HOME into out.  Returns 0 or -1 (too long). */
-int ssh_expand_home(const char *in, char *out, size_t n);
 
 /* ---- conn.c ----------------------------------------------------------------- */
 

@@ -22,29 +22,6 @@
 
 #define SSH_SECTION_MAX (SSH_NAME_MAX + 16)
 
-int ssh_expand_home(const char *in, char *out, size_t n)
-{
-	const char *home;
-	int len;
-
-	if (strncmp(in, "~/", 2) != 0 && strcmp(in, "~") != 0) {
-		len = snprintf(out, n, "%s", in);
-		return len < 0 || (size_t)len >= n ? -1 : 0;
-	}
-	home = getenv("HOME");
-	if (!home || !*home) {
-		struct passwd pw, *res = NULL;
-		char buf[1024];
-
-		if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) != 0 || !res)
-			return -1;
-		len = snprintf(out, n, "%s%s", pw.pw_dir, in + 1);
-	} else {
-		len = snprintf(out, n, "%s%s", home, in + 1);
-	}
-	return len < 0 || (size_t)len >= n ? -1 : 0;
-}
-
 const char *ssh_target_str(const struct ssh_target *t, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s@%s:%u", t->user, t->host, t->port);
@@ -184,10 +161,10 @@ int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target 
 		     "user", err) < 0)
 		return -1;
 	v = ssh_tget(ctx, sec, "key", "default_key");
-	if (v && *v && ssh_expand_home(v, t->key, sizeof(t->key)) < 0)
+	if (v && *v && sshc_expand_home(v, t->key, sizeof(t->key)) < 0)
 		return ctx->host->errf(err, SG_E_INVAL, "ssh: key path '%s' is too long", v);
 	v = ssh_tget(ctx, sec, "known_hosts", "known_hosts");
-	if (ssh_expand_home(v && *v ? v : "~/.ssh/known_hosts", t->known_hosts,
+	if (sshc_expand_home(v && *v ? v : "~/.ssh/known_hosts", t->known_hosts,
 			    sizeof(t->known_hosts)) < 0)
 		return ctx->host->errf(err, SG_E_INVAL, "ssh: known_hosts path is too long or HOME is unknown");
 	if (ssh_parse_policy(ctx, ssh_tget(ctx, sec, "host_key_policy", "host_key_policy"),

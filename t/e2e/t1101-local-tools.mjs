@@ -30,7 +30,8 @@ async function hostProcs(text) {
 
 t.run(async () => {
   await preflight({ docker: false });
-  const srv = await sdkClient([], NO_DOCKER);
+  // results whole: the bytes of the transport are the point here, not the cut (t4036)
+  const srv = await sdkClient(['--set', 'server.max_result_bytes=8388608'], NO_DOCKER);
 
   // ---- create_sandbox: the default backend with docker down is local
   const cr = await srv.call('create_sandbox', {});

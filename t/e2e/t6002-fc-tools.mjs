@@ -9,7 +9,8 @@ import { startEmulator, noSecrets, PNG_1X1 } from '../fc/emu.mjs';
 t.run(async () => {
   await preflight({ docker: false });
   const emu = await startEmulator();
-  const srv = await sdkClient(emu.args(['--set', 'log.level=debug']), emu.env());
+  // results whole: the bytes of the transport are the point here, not the cut (t4035)
+  const srv = await sdkClient(emu.args(['--set', 'log.level=debug', '--set', 'server.max_result_bytes=8388608']), emu.env());
   const outputs = [];
   const call = async (tool, args, o) => {
     const res = await srv.call(tool, args, o);

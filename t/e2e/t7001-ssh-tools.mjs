@@ -14,7 +14,8 @@ t.run(async () => {
   await preflight({ docker: false });
   await sshPreflight();
   const s = await startSshd();
-  const srv = await sdkClient(sshArgs(s), sshEnv());
+  // results whole: the bytes of the transport are the point here, not the cut (t4035)
+  const srv = await sdkClient([...sshArgs(s), '--set', 'server.max_result_bytes=8388608'], sshEnv());
 
   // ---- create_sandbox
   const cr = await srv.call('create_sandbox', { backend: 'ssh' });

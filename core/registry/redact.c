@@ -336,41 +336,41 @@ static bool may_hold(const char *s, size_t n, json_t *secrets)
 	return false;
 }
 
+/* x scrubbed: a new string when x is a string that held a secret, else
+ * NULL (a container is scrubbed in place). */
+static json_t *scrubbed(json_t *x, json_t *secrets)
+{
+	size_t n, len;
+	char *t;
+	json_t *out;
+
+	if (!json_is_string(x)) {
+		sg_redact_scrub(x, secrets);
+		return NULL;
+	}
+	n = json_string_length(x);
+	t = may_hold(json_string_value(x), n, secrets) ? scrub_text(json_string_value(x), n, secrets, &len)
+						       : NULL;
+	out = t ? json_stringn_nocheck(t, len) : NULL;
+	free(t);
+	return out;
+}
+
 void sg_redact_scrub(json_t *v, json_t *secrets)
 {
 	const char *k;
-	json_t *x;
+	json_t *x, *y;
 	size_t i;
 
 	if (!secrets || !v)
 		return;
 	if (json_is_object(v)) {
-		json_object_foreach(v, k, x) {
-			if (json_is_string(x)) {
-				size_t n = json_string_length(x), len;
-				char *t = may_hold(json_string_value(x), n, secrets)
-					? scrub_text(json_string_value(x), n, secrets, &len) : NULL;
-
-				if (t)
-					json_object_set_new(v, k, json_stringn_nocheck(t, len));
-				free(t);
-			} else {
-				sg_redact_scrub(x, secrets);
-			}
-		}
+		json_object_foreach(v, k, x)
+			if ((y = scrubbed(x, secrets)))
+				json_object_set_new(v, k, y);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x) {
-			if (json_is_string(x)) {
-				size_t n = json_string_length(x), len;
-				char *t = may_hold(json_string_value(x), n, secrets)
-					? scrub_text(json_string_value(x), n, secrets, &len) : NULL;
-
-				if (t)
-					json_array_set_new(v, i, json_stringn_nocheck(t, len));
-				free(t);
-			} else {
-				sg_redact_scrub(x, secrets);
-			}
-		}
+		json_array_foreach(v, i, x)
+			if ((y = scrubbed(x, secrets)))
+				json_array_set_new(v, i, y);
 	}
 }

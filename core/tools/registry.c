@@ -16,6 +16,7 @@
 #include "core/protocol/session.h"
 #include "core/protocol/bulk.h"
 #include "core/registry/redact.h"
+#include "core/tools/cut.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -249,6 +250,41 @@ static json_t *text_block(const char *text)
 	return json_pack("{s:s, s:s}", "type", "text", "text", text);
 }
 
+/* Slack over the budget for the markers of a field a tool cut itself. */
+#define CUT_SLACK 4096
+#define CUT_FIELDS_MAX 16
+
+/* The backstop of doc/results.md: a top-level string a tool did not bound
+ * itself (a patch's diff, a long error text) keeps its head, cut on a
+ * UTF-8 boundary, and cut.FIELD says so (with no call for the rest).  A
+ * call that set its own size (limit, max_output) gets what it asked for:
+ * those tools cap it by their own keys. */
+static void bound_result(json_t *result, json_t *args)
+{
+	char fields[CUT_FIELDS_MAX][64];
+	const char *k;
+	json_t *cut = json_object_get(result, "cut"), *v;
+	size_t budget = sg_cut_budget(), n = 0;
+
+	if (json_object_get(args, "limit") || json_object_get(args, "max_output"))
+		return;
+	json_object_foreach(result, k, v)
+		if (n < CUT_FIELDS_MAX && strlen(k) < sizeof(fields[0]) && json_is_string(v) &&
+		    json_string_length(v) > budget + CUT_SLACK && !json_object_get(cut, k))
+			snprintf(fields[n++], sizeof(fields[0]), "%s", k);
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_object_get(result, fields[i]);
+		const char *text = json_string_value(s);
+		size_t total = json_string_length(s), keep = budget;
+
+		while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80)
+			keep--; /* not inside a character */
+		sg_cut_note(result, fields[i],
+			    sg_cut_desc(total, -1, keep, json_pack("[[II]]", (json_int_t)0, (json_int_t)keep), NULL));
+		json_object_set_new(result, fields[i], json_stringn_nocheck(text, keep));
+	}
+}
+
 static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args,
 			 json_t *secrets)
 {
@@ -268,7 +304,8 @@ static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json
 		goto fail;
 	if (tool->fn(t, args, &result, &err) < 0)
 		goto fail;
-	json_decref(empty);
+	bound_result(result, args);
+	json_decref(empty); /* args with it */
 	/* before the text is made from it: a secret's JSON form may differ */
 	sg_redact_scrub(result, secrets);
 	extra = json_incref(json_object_get(result, "_content"));

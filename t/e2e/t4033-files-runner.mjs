@@ -16,7 +16,9 @@ const sha = (b) => createHash('sha256').update(b).digest('hex');
 t.run(async () => {
   await preflight();
   const runnerOff = process.env.SANDGATE_DOCKER_RUNNER === 'false';
-  const srv = await sdkClient(dockerArgs({ 'docker.file_cap': String(CAP) }), {}, { name: 'sandgate' });
+  // results whole: the file transport's exact bytes are the point, not the cut (t4035)
+  const srv = await sdkClient(dockerArgs({ 'docker.file_cap': String(CAP), 'server.max_result_bytes': String(8 * MiB) }), {},
+    { name: 'sandgate' });
   const m = uniq('t4033');
   t.is(resultData(await envFlat(srv, 'docker_run', { name: m })).status, 'running', 'docker_run');
   const ops = async () => resultData(await envFlat(srv, 'docker_runner', { machine: m }));

@@ -120,8 +120,10 @@ int sg_tool_machine(struct sg_tool_ctx *t, json_t *args, struct sg_entry **out,
 /* Adds sandbox_id (and sandbox_created) to a result object. */
 void sg_tool_result_machine(json_t *result, const struct sg_entry *e, bool created);
 /* After a failed call on e: when the machine vanished on its backend
- * (SG_E_GONE) it stops being the session's default, and err says to call
- * again without sandbox_id.  Returns -1. */
+ * (SG_E_GONE) and it was the session's default, it stops being the default
+ * and err says that calling again creates a new one; a machine the caller
+ * named gets the fix of creating one or omitting sandbox_id.  Returns -1
+ * (core/tools/cloud.c). */
 int sg_tool_machine_failed(struct sg_tool_ctx *t, struct sg_entry *e, struct sg_err *err);
 
 /* The run_code tool (core/tools/code.c). */

@@ -3,6 +3,8 @@
 // clients' rules, with each [server] tools profile (all, cloud, env), and
 // kept within its budget (8 KiB without outputSchema, 4 KiB of those).
 // A tool outside the profile is neither listed nor callable.
+import fs from 'node:fs';
+import path from 'node:path';
 import { t, preflight, rawServer, runCli, CLOUD_TOOLS } from '../lib/sg.mjs';
 
 const ENV_TOOLS = ['sandbox_shell_exec', 'sandbox_shell_read', 'sandbox_file_read', 'sandbox_file_write',
@@ -74,9 +76,14 @@ t.run(async () => {
     'create_sandbox is the one writer that destroys nothing');
   await srv.close();
 
+  // doc/tools.md's table of profiles is what the server serves
+  const doc = fs.readFileSync(path.join(process.env.SG_TEST_SRCDIR, 'doc', 'tools.md'), 'utf8');
+  const documented = (profile) => [...(new RegExp(`^\\| \`${profile}\` \\| (.*) \\|$`, 'm').exec(doc)?.[1] ?? '')
+    .matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
   for (const [profile, want] of [['cloud', CLOUD_TOOLS], ['env', ENV_TOOLS]]) {
     const p = await listOf(profile);
     t.deepEqual(p.tools.map((x) => x.name), want, `--tools ${profile}: only that family`);
+    t.deepEqual(documented(profile), p.tools.map((x) => x.name), `doc/tools.md lists the ${profile} profile's tools`);
     const other = profile === 'cloud' ? 'sandbox_env' : 'run_command';
     const r = await p.srv.request('tools/call', { name: other, arguments: {} }, { timeout: 30000 });
     t.is(r.error?.code, -32602, `--tools ${profile}: ${other} cannot be called`);

@@ -267,7 +267,9 @@ static int docker_head_cause(struct docker_ctx *ctx, const struct sg_machine *m,
 		code = SG_E_INVAL;
 	else if (why && strcasestr(why, "permission denied"))
 		code = SG_E_PERM;
-	else if (why && (strcasestr(why, "not a directory") || strcasestr(why, "no such file")))
+	else if (why && strcasestr(why, "not a directory"))
+		code = SG_E_INVAL; /* as the runner says it (rfiles.c) */
+	else if (why && strcasestr(why, "no such file"))
 		code = SG_E_NOTFOUND;
 	if (why && *why) {
 		char low[256];
@@ -276,9 +278,9 @@ static int docker_head_cause(struct docker_ctx *ctx, const struct sg_machine *m,
 		for (i = 0; why[i] && i + 1 < sizeof(low); i++)
 			low[i] = (char)tolower((unsigned char)why[i]);
 		low[i] = '\0';
-		ctx->host->errf(err, code, "%s: %s%s", path, low, code == SG_E_INVAL ?
-				" (a symbolic link loop): fix or remove the link" :
-				code == SG_E_NOTFOUND ? ": check each directory of the path" : "");
+		ctx->host->errf(err, code, "%s: %s%s", path, low,
+				strstr(low, "symbolic links") ? " (a symbolic link loop): fix or remove the link" :
+				code != SG_E_PERM ? ": check each directory of the path" : "");
 	} else {
 		ctx->host->errf(err, SG_E_BACKEND, "docker stat %s: docker answered HTTP %ld",
 				path, status);

@@ -171,12 +171,26 @@ static int rnc_errno_code(int e)
 	}
 }
 
+/* The causes a caller can fix are worded as every backend words them
+ * (doc/errors.md): what is wrong with the path, then what to do. */
 static int rnc_file_fail(struct rnc_site *s, const char *op, const char *path,
 			 const struct rnc_answer *a, struct sg_err *err)
 {
-	int rc = s->host->errf(err, rnc_errno_code(a->err), "%s: %s %s: %s%s%s%s", s->ops->tag,
-			       op, path, strerror(a->err), a->text[0] ? " (" : "", a->text,
-			       a->text[0] ? ")" : "");
+	const struct sg_host_api *h = s->host;
+	int rc;
+
+	if (a->err == ENOENT)
+		rc = h->errf(err, SG_E_NOTFOUND, "no such file: %s", path);
+	else if (a->err == ENOTDIR)
+		rc = h->errf(err, SG_E_INVAL, "%s: not a directory: check each directory of the path", path);
+	else if (a->err == ELOOP)
+		rc = h->errf(err, SG_E_INVAL, "%s: too many levels of symbolic links (a symbolic link loop): "
+			     "fix or remove the link", path);
+	else if (a->err == EISDIR && !strcmp(op, "read"))
+		rc = h->errf(err, SG_E_INVAL, "%s is a directory: list it instead of reading it", path);
+	else
+		rc = h->errf(err, rnc_errno_code(a->err), "%s: %s %s: %s%s%s%s", s->ops->tag, op, path,
+			     strerror(a->err), a->text[0] ? " (" : "", a->text, a->text[0] ? ")" : "");
 
 	if (err)
 		err->sys_errno = a->err;

@@ -10,7 +10,7 @@ t.run(async () => {
     await srv.tool('run_command', { command: 'cd /workspace && ln -s loop loop && echo x > f && mkdir d' });
     const cases = [
       ['read_file', { path: '/workspace/loop' }, /^\/workspace\/loop: too many levels of symbolic links \(a symbolic link loop\): fix or remove the link$/],
-      ['read_file', { path: '/workspace/nope' }, /^no such file: \/workspace\/nope$/],
+      ['read_file', { path: '/workspace/nope' }, /^no such file: \/workspace\/nope: list_files shows what is there$/],
       ['read_file', { path: '/workspace/f/x' }, /^\/workspace\/f\/x: not a directory: check each directory of the path$/],
       ['read_file', { path: '/workspace/d' }, /^\/workspace\/d is a directory: list it instead of reading it$/],
       ['write_file', { path: '/workspace/f/x', content: 'y' }, /^\/workspace\/f\/x: not a directory: check each directory of the path$/],

@@ -95,7 +95,8 @@ t.run(async () => {
       'the message names tls_verify and allow_plain_tcp', { stderr: r.stderr });
   })();
   const env = { DOCKER_HOST: url, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: good };
-  const srv = await sdkClient([...dockerArgs(), '--set', 'sandbox.default_backend=docker'], env);
+  // results whole: the transport's exact bytes are the point, not the cut (t4035)
+  const srv = await sdkClient([...dockerArgs({ 'server.max_result_bytes': '1048576' }), '--set', 'sandbox.default_backend=docker'], env);
   await remoteBody(srv, 'tls');
   await srv.close();
   await refusals;

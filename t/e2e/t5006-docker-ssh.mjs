@@ -50,7 +50,8 @@ t.run(async () => {
   })();
 
   const before = accepted(s);
-  const srv = await sdkClient([...dockerArgs(), ...args()], sshEnv({ DOCKER_HOST: url }));
+  // results whole: the transport's exact bytes are the point, not the cut (t4035)
+  const srv = await sdkClient([...dockerArgs({ 'server.max_result_bytes': '1048576' }), ...args()], sshEnv({ DOCKER_HOST: url }));
   await remoteBody(srv, 'ssh');
   for (let i = 0; i < 20; i++) await srv.tool('run_command', { command: `echo ${i}` });
   t.is(accepted(s) - before, 1, '20 more calls after the body: still one SSH connection (sshd accepted one sign-in)');

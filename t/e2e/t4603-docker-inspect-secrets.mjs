@@ -48,8 +48,8 @@ t.run(async () => {
 
   const q = await srv.tool('sandbox_audit_query', { action: 'docker_run' });
   const row = q.records?.find((r) => r.details?.params?.name === name);
-  t.deepEqual(Object.keys(row?.details?.params?.env?.API_SECRET ?? {}).sort(), ['len', 'sha256'],
-    'the audit row of docker_run keeps the env value as sha256 and length', row);
+  t.deepEqual(Object.keys(row?.details?.params?.env?.API_SECRET ?? {}).sort(), ['hmac_sha256', 'len'],
+    'the audit row of docker_run keeps the env value as its keyed hash and length', row);
   for (const s of seen) t.ok(!s.includes(secret), `no result holds the secret value (${s.slice(0, 60)}...)`);
   for (const s of seen) t.ok(!s.includes(imgSecret), `no result but the history holds the image's env value (${s.slice(0, 60)}...)`);
   await srv.close();

@@ -603,6 +603,14 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	fd = -1;
 	code = docker_exec_wait(ctx, eid);
 	res->exit_code = code;
+	if (code < 0 && stop == DOCKER_RUNNING) {
+		/* The stream ended but the engine gives no exit status: it died
+		 * or restarted under the command, which is not a result. */
+		ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the connection to the docker "
+				"engine broke before the command ended (no exit status): the engine died "
+				"or restarted; call again once it is back", cid);
+		goto out;
+	}
 	if (r->group && code >= 0)
 		docker_decode_signal(&st, code);
 	res->timed_out = stop == DOCKER_TIMED_OUT;

@@ -897,6 +897,32 @@ static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	return 0;
 }
 
+/* ssh_stale_drop for a sandbox whose file operations go through the runner
+ * (no SFTP session would come to remove them). */
+static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *call)
+{
+	struct ssh_pool *p = sm->pool;
+	char *paths[SSH_STALE_MAX];
+	size_t n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < SSH_STALE_MAX; i++)
+		if (p->stale[i]) {
+			paths[n++] = p->stale[i];
+			p->stale[i] = NULL;
+		}
+	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct sg_err e;
+		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);
+
+		if ((rc > 0 || (rc < 0 && e.code != SG_E_NOTFOUND)) && !ssh_stale_add(p, paths[i]))
+			ssh_log(sm->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file of a "
+				"failed write", paths[i]);
+		free(paths[i]);
+	}
+}
+
 /* ssh_confine through the runner (two REALPATHs, no SFTP): 0, -1 with err,
  * or 1 when the runner cannot say (none, or one without files-realpath). */
 static int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
@@ -914,6 +940,8 @@ static int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool par
 		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
 	if (rc == 0 && !ssh_beneath(canon, dir))
 		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
+	if (rc == 0)
+		ssh_stale_drop_runner(sm, call);
 	return rc;
 }
 
@@ -990,9 +1018,14 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
-	else if ((rc = sm->jail ? 0 : ssh_confine_runner(sm, wa.path, true, call, err)) == 0)
+	else if (sm->jail)
 		rc = rnc_file_write(ssh_site_of(sm), wa.path, data, len, opts ? opts->mode : 0,
 				    !(opts && opts->no_mkdir), call, err);
+	else
+		/* SFTP: the temporary file of a write whose session died is
+		 * removed by the pool's next SFTP session; the runner's would
+		 * stay when the runner dies with the connection (t9502). */
+		rc = 1;
 	if (rc > 0 && (rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
 		rc = ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err);
 	free(own);

@@ -30,7 +30,8 @@ export async function hostProcs(re) {
 
 /** Names in a listing that are sandgate's temporary files (docker, ssh and fc forms). */
 export function tempNames(names) {
-  return names.filter((n) => /\.sg-[0-9a-f]{16}$|^\.sandgate-[0-9a-f]+\.tmp$|\.sandgate-[0-9a-f]+\.tmp$/.test(n));
+  // the archive path's, SFTP's, and the runner's (.sg-PID-ID-SEQ.tmp, plugins/runner/files.c)
+  return names.filter((n) => /\.sg-[0-9a-f]{16}$|^\.sandgate-[0-9a-f]+\.tmp$|\.sandgate-[0-9a-f]+\.tmp$|^\.sg-\d+-\d+-\d+\.tmp$/.test(n));
 }
 
 /**

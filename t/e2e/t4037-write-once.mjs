@@ -49,8 +49,14 @@ t.run(async () => {
   const w = await srv.tool('write_file', { path: '/workspace/big.txt', content }, { timeout: 300000 });
   const peak = kb(pid, 'VmHWM');
   t.is(w.bytes_written, bytes, `write_file of ${bytes} bytes: bytes_written (${Date.now() - t0} ms)`);
-  t.cmp((peak - idle) * 1024, '<', 2 * bytes,
-    `peak RSS ${Math.round((peak - idle) / 1024)} MiB above idle is under twice the content (${Math.round(bytes / 1048576)} MiB)`);
+  const rss = `peak RSS ${Math.round((peak - idle) / 1024)} MiB above idle`;
+  if (process.env.ASAN_OPTIONS) {
+    // AddressSanitizer keeps freed memory in quarantine and adds shadow
+    // memory: the figure is its, not sandgate's (the plain build asserts it)
+    t.diag(`${rss} under AddressSanitizer: not measured against the content`);
+  } else {
+    t.cmp((peak - idle) * 1024, '<', 2 * bytes, `${rss} is under twice the content (${Math.round(bytes / 1048576)} MiB)`);
+  }
   const sum = await srv.tool('run_command', { command: 'sha256sum < /workspace/big.txt; stat -c %s /workspace/big.txt' });
   t.is(sum.stdout, `${sha(content)}  -\n${bytes}\n`, 'the file in the sandbox has the same sha256 and size');
 

@@ -173,7 +173,13 @@ t.run(async () => {
   t.cmp(big.sentMiB, '<', 64, `the 413 came once 16 MiB had arrived (the client had written ${big.sentMiB} MiB)`);
   t.like(big.text ?? '', /message larger than 16777216 bytes \(\[server\] max_message_bytes\)/, 'the body names the key');
   const peak = kb(pid, 'VmHWM');
-  t.cmp(peak - idle, '<', 32 * 1024, `peak RSS ${(peak / 1024).toFixed(1)} MiB, ${((peak - idle) / 1024).toFixed(1)} MiB above idle (under 32)`);
+  const rss = `peak RSS ${(peak / 1024).toFixed(1)} MiB, ${((peak - idle) / 1024).toFixed(1)} MiB above idle`;
+  if (process.env.ASAN_OPTIONS) {
+    // AddressSanitizer's quarantine and shadow memory: its figure, not ours
+    t.diag(`${rss} under AddressSanitizer: not measured (the plain build asserts it)`);
+  } else {
+    t.cmp(peak - idle, '<', 32 * 1024, `${rss} (under 32)`);
+  }
 
   const after = await post(port, '127.0.0.2', { jsonrpc: '2.0', id: 99, method: 'ping' }, sid);
   t.deepEqual(after.json?.result, {}, 'the server still answers');

@@ -193,11 +193,10 @@ static void ssh_drop_temp(struct ssh_sftp *so, const char *tmp)
 			"of a failed write", tmp);
 }
 
-/* Removes the temporary files earlier sessions could not (ssh_drop_temp). */
-static void ssh_stale_drop(struct ssh_sftp *so)
+/* Takes the pool's list of temporary files to remove into paths (each
+ * freed by the caller).  Returns how many. */
+static size_t ssh_stale_take(struct ssh_pool *p, char **paths)
 {
-	struct ssh_pool *p = so->pool;
-	char *paths[SSH_STALE_MAX];
 	size_t n = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -207,6 +206,15 @@ static void ssh_stale_drop(struct ssh_sftp *so)
 			p->stale[i] = NULL;
 		}
 	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+/* Removes the temporary files earlier sessions could not (ssh_drop_temp). */
+static void ssh_stale_drop(struct ssh_sftp *so)
+{
+	char *paths[SSH_STALE_MAX];
+	size_t n = ssh_stale_take(so->pool, paths);
+
 	for (size_t i = 0; i < n; i++) {
 		ssh_drop_temp(so, paths[i]);
 		free(paths[i]);
@@ -903,15 +911,8 @@ static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *
 {
 	struct ssh_pool *p = sm->pool;
 	char *paths[SSH_STALE_MAX];
-	size_t n = 0;
+	size_t n = ssh_stale_take(p, paths);
 
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < SSH_STALE_MAX; i++)
-		if (p->stale[i]) {
-			paths[n++] = p->stale[i];
-			p->stale[i] = NULL;
-		}
-	pthread_mutex_unlock(&p->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct sg_err e;
 		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);

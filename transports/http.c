@@ -17,6 +17,10 @@
  *   DELETE  ends the session (its ephemeral sandboxes are destroyed before
  *           the 200).
  *
+ * This file holds the MHD callbacks, listening, signals and shutdown; each
+ * method has its file (http_post.c, http_get.c, http_end.c for DELETE and
+ * every other end of a session), replies are made in http_reply.c.
+ *
  * Objects and who owns them:
  *   struct hsess   one MCP session: the core's sg_session plus its streams.
  *                  Reference counted; references are held by the session
@@ -43,7 +47,7 @@
  * queued only with no lock held.  Queueing the SSE response of a POST
  * under its hsess lock made ThreadSanitizer report a lock-order inversion
  * between libmicrohttpd and this file: hsess lock then response mutex on
- * the request's thread (post_handle), response mutex then hsess lock in
+ * the request's thread (http_post_handle), response mutex then hsess lock in
  * sse_read() on the same response.  It could not deadlock as it was (a
  * response is queued once, on its connection's own thread, before MHD reads
  * from it), but only that timing kept it so; now the order holds.
@@ -51,11 +55,11 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -64,27 +68,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <microhttpd.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 
-#include "core/protocol/call.h"
-#include "core/base/conf.h"
-#include "core/protocol/jsonrpc.h"
 #include "core/base/log.h"
+#include "core/base/util.h"
+#include "core/protocol/jsonrpc.h"
+#include "core/protocol/session.h"
+#include "core/registry/provision.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
 #include "core/server/stop.h"
-#include "core/protocol/session.h"
-#include "core/registry/provision.h"
-#include "core/tools/registry.h"
-#include "core/base/util.h"
 #include "transports/http_check.h"
 #include "transports/transport.h"
 
@@ -95,88 +93,6 @@ struct http_server http_srv = {
 	.cond = PTHREAD_COND_INITIALIZER,
 	.sigpipe = { -1, -1 },
 };
-
-
-static enum MHD_Result queue(struct req *r, unsigned status, struct MHD_Response *resp)
-{
-	enum MHD_Result ret;
-
-	if (!resp)
-		return MHD_NO;
-	r->responded = true;
-	http_conn_whole(r->conn); /* answered: its deadline no longer runs */
-	ret = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-/* Responses are made by the *_response() functions and queued by queue(),
- * never while an hsess lock is held (see the lock order above). */
-
-/* body (taken: freed by MHD) as application/json. */
-static struct MHD_Response *json_response(char *body, size_t len, const char *session_id)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-
-	if (!resp) {
-		free(body);
-		return NULL;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	if (session_id)
-		MHD_add_response_header(resp, HDR_SESSION, session_id);
-	return resp;
-}
-
-static struct MHD_Response *empty_response(void)
-{
-	return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-}
-
-/* An HTTP error with a JSON-RPC error body without id (MCP basic/transports:
- * "the HTTP response body MAY comprise a JSON-RPC error response that has
- * no id"); -32001 is what the SDKs use for an unknown session. */
-static struct MHD_Response *error_response(const struct req *r, unsigned status, const char *msg)
-{
-	json_t *j = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
-			      status == MHD_HTTP_NOT_FOUND ? -32001 : -32000,
-			      "message", msg);
-	size_t len;
-	char *body = sg_rpc_dump(j, &len);
-	struct MHD_Response *resp;
-
-	json_decref(j);
-	resp = json_response(body, len, NULL);
-	if (!resp)
-		return NULL;
-	if (status == MHD_HTTP_UNAUTHORIZED)
-		/* RFC 6750 section 3. */
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-					r->v.bad_token ? "Bearer realm=\"sandgate\", error=\"invalid_token\""
-						     : "Bearer realm=\"sandgate\"");
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE");
-	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
-	SG_DEBUG("http: %u %s", status, msg);
-	return resp;
-}
-
-static enum MHD_Result reply_json(struct req *r, unsigned status, char *body, size_t len,
-				  const char *session_id)
-{
-	return queue(r, status, json_response(body, len, session_id));
-}
-
-static enum MHD_Result reply_empty(struct req *r, unsigned status)
-{
-	return queue(r, status, empty_response());
-}
-
-static enum MHD_Result reply_error(struct req *r, unsigned status, const char *msg)
-{
-	return queue(r, status, error_response(r, status, msg));
-}
 
 /* ---- request checks (transports/http_check.c) ------------------------------ */
 
@@ -237,386 +153,6 @@ static int check_request(struct req *r, const char *url, const char *method)
 		return sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST, "bad request: the Mcp-Session-Id header is missing");
 	}
 	return sg_http_check_message(&p, &view, &r->v);
-}
-
-/* ---- POST ------------------------------------------------------------------ */
-
-/* A POST without Mcp-Session-Id must be initialize (MCP basic/transports
- * "Session Management": other requests without the header get 400).
- * Creates the session into r->hs.  Returns 0, or -1 after recording the
- * error. */
-static int post_new_session(struct req *r)
-{
-	if (!sg_http_body_is_initialize(r->body.data, r->body.len)) {
-		sg_http_fail(&r->v, MHD_HTTP_BAD_REQUEST,
-		     "bad request: the Mcp-Session-Id header is missing (only initialize starts a session)");
-		return -1;
-	}
-	if (http_table_full()) {
-		sg_http_fail(&r->v, MHD_HTTP_SERVICE_UNAVAILABLE,
-		     "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
-		     http_srv.conf.max_sessions);
-		return -1;
-	}
-	r->hs = http_hsess_new(r->v.owner);
-	return 0;
-}
-
-/* After initialize: the session joins the table when the core accepted it. */
-static bool post_register(struct req *r)
-{
-	struct sg_session *s = r->hs->s;
-	bool ok;
-
-	pthread_mutex_lock(&s->lock);
-	ok = s->protocol[0] != '\0';
-	pthread_mutex_unlock(&s->lock);
-	if (!ok)
-		return false;
-	if (http_table_add(r->hs) < 0) {
-		sg_http_fail(&r->v, MHD_HTTP_SERVICE_UNAVAILABLE,
-		     "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
-		     http_srv.conf.max_sessions);
-		return false;
-	}
-	SG_DEBUG("http: session %s started for %s", s->hash, s->owner);
-	return true;
-}
-
-/* Chooses how the reply travels (hs->lock held, after sg_mcp_handle()):
- * SSE when the client takes it and the reply is not complete yet (or
- * notifications came first); JSON otherwise (doc/http.md).  Returns the
- * response for the caller to queue once the lock is released, its status
- * in *status; or NULL with *status 0 when the connection is parked until
- * the final message (JSON mode, still running); or NULL with *status set
- * when no response could be made. */
-static struct MHD_Response *post_decide_locked(struct req *r, int n, const char *new_id, bool prime,
-					       unsigned *status)
-{
-	struct stream *st = r->st;
-	char *body;
-
-	*status = MHD_HTTP_OK;
-	/* 202: only notifications or responses, or a call cancelled already */
-	if (!st->final && (n == 0 || st->done)) {
-		*status = MHD_HTTP_ACCEPTED;
-		return empty_response();
-	}
-	if (st->done && st->final && (!r->v.want_sse || (r->v.want_json && st->out.len == 0))) {
-		body = st->final;
-		st->final = NULL;
-		return json_response(body, st->final_len, new_id);
-	}
-	if (r->v.want_sse) {
-		st->mode = MODE_SSE;
-		if (prime)
-			http_stream_prime_locked(st);
-		if (st->final) {
-			http_stream_event_locked(st, st->final, st->final_len);
-			free(st->final);
-			st->final = NULL;
-		}
-		http_stream_list_locked(st);
-		st->conn = r->conn;
-		return http_sse_response_locked(st);
-	}
-	/* JSON, still running: park the connection until the final message.
-	 * Suspended under the lock, so that the final message's resume
-	 * (http_send(), under the same lock) cannot come before it. */
-	st->mode = MODE_JSON;
-	sg_buf_release(&st->out);
-	http_stream_list_locked(st);
-	st->conn = r->conn;
-	st->suspended = true;
-	MHD_suspend_connection(r->conn);
-	*status = 0;
-	return NULL;
-}
-
-static enum MHD_Result post_handle(struct req *r)
-{
-	bool is_new = false, registered = false, prime;
-	struct MHD_Response *resp;
-	struct hsess *hs;
-	unsigned status;
-	int n;
-
-	if (!r->hs) {
-		if (post_new_session(r) < 0)
-			return reply_error(r, r->v.status, r->v.why);
-		is_new = true;
-	}
-	hs = r->hs;
-	pthread_mutex_lock(&hs->lock);
-	if (hs->ended) {
-		pthread_mutex_unlock(&hs->lock);
-		return reply_error(r, MHD_HTTP_NOT_FOUND,
-				   "session not found: it ended or expired; send initialize without Mcp-Session-Id");
-	}
-	hs->handling++;
-	r->st = http_stream_new_locked(hs, false);
-	r->st->refs++; /* owed by the core until its final message */
-	r->st->owed = true;
-	pthread_mutex_unlock(&hs->lock);
-
-	/* The body is given away: a large argument is decoded from it once,
-	 * its pages returned as they are read (core/protocol/bulk.h). */
-	n = r->body.data ? sg_mcp_handle_taking(hs->s, r->body.data, r->body.len, r->st)
-			 : sg_mcp_handle(hs->s, "", 0, r->st);
-	sg_buf_release(&r->body);
-	if (is_new)
-		registered = post_register(r);
-	prime = http_wants_priming(hs->s);
-
-	pthread_mutex_lock(&hs->lock);
-	if (--hs->handling == 0)
-		pthread_cond_broadcast(&hs->cond);
-	hs->last_seen_ms = sg_now_ms();
-	/* Nothing is owed for notifications and responses; the request's own
-	 * reference keeps the stream alive here. */
-	if (n == 0 && r->st->owed)
-		http_stream_settle_locked(r->st);
-	if (r->v.status) { /* initialize answered, but no room for the session */
-		status = r->v.status;
-		resp = error_response(r, r->v.status, r->v.why);
-	} else {
-		resp = post_decide_locked(r, n, registered ? hs->s->id : NULL, prime, &status);
-	}
-	pthread_mutex_unlock(&hs->lock);
-	/* Queued with no lock held: MHD_queue_response() takes the response's
-	 * mutex, and MHD holds that mutex while it calls sse_read(), which
-	 * takes hs->lock (the lock order above). */
-	if (!resp)
-		return status ? MHD_NO : MHD_YES;
-	return queue(r, status, resp);
-}
-
-/* The JSON-mode wait is over: the final message, or none (cancelled, or
- * the session ended). */
-static enum MHD_Result post_resumed(struct req *r)
-{
-	struct hsess *hs = r->hs;
-	struct stream *st = r->st;
-	char *body;
-	size_t len;
-	bool ended;
-
-	pthread_mutex_lock(&hs->lock);
-	body = st->final;
-	len = st->final_len;
-	st->final = NULL;
-	ended = hs->ended;
-	pthread_mutex_unlock(&hs->lock);
-	if (body)
-		return reply_json(r, MHD_HTTP_OK, body, len, NULL);
-	if (atomic_load(&http_srv.stopping))
-		return reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
-	if (ended)
-		return reply_error(r, MHD_HTTP_NOT_FOUND, "session not found: it ended while the request ran");
-	/* A cancelled request gets no response (basic/utilities/cancellation). */
-	return reply_empty(r, MHD_HTTP_ACCEPTED);
-}
-
-/* ---- GET ------------------------------------------------------------------- */
-
-/* The stream a Last-Event-ID ("no-seq") names, if it is resumable.
- * hs->lock held. */
-static struct stream *stream_find_locked(struct hsess *hs, unsigned no)
-{
-	for (struct stream *st = hs->streams; st; st = st->next)
-		if (st->no == no && !st->is_get && st->mode == MODE_SSE && st->refs > 0)
-			return st;
-	return NULL;
-}
-
-/* Resumption (MCP basic/transports "Resumability and Redelivery"): the
- * events after Last-Event-ID of that stream only, then the rest live.  A
- * connection still attached is taken over: the client gave up on it, even
- * if MHD cannot see that yet (it does not watch suspended connections). */
-static struct stream *get_resume_locked(struct req *r, struct stream *st, unsigned seq,
-					struct MHD_Connection **wake)
-{
-	if (st->conn) {
-		st->gen++;
-		*wake = http_stream_wake_locked(st);
-		st->conn = NULL;
-	}
-	st->sent = http_stream_offset_after(st, seq);
-	st->refs++; /* the request's */
-	if (st->retained) {
-		st->retained = false;
-		st->refs--;
-	}
-	SG_DEBUG("http: session %s resumes stream %u after event %u", r->hs->s->hash, st->no, seq);
-	return st;
-}
-
-/* A new standalone stream; it replaces an older one, which may be a dead
- * connection MHD cannot see while it is suspended. */
-static struct stream *get_new_locked(struct req *r, bool prime, struct MHD_Connection **wake)
-{
-	struct hsess *hs = r->hs;
-	struct stream *st = http_stream_new_locked(hs, true);
-
-	if (hs->get) {
-		hs->get->closed = true;
-		*wake = http_stream_wake_locked(hs->get);
-	}
-	st->mode = MODE_SSE;
-	if (prime)
-		http_stream_prime_locked(st);
-	http_stream_list_locked(st);
-	hs->get = st;
-	return st;
-}
-
-static enum MHD_Result get_open(struct req *r)
-{
-	struct hsess *hs = r->hs;
-	const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_LAST_EVENT_ID);
-	struct MHD_Connection *wake = NULL;
-	unsigned no, seq;
-	struct MHD_Response *resp = NULL;
-	bool prime = http_wants_priming(hs->s);
-	struct stream *st;
-
-	pthread_mutex_lock(&hs->lock);
-	if (hs->ended) {
-		pthread_mutex_unlock(&hs->lock);
-		return reply_error(r, MHD_HTTP_NOT_FOUND, "session not found: it ended or expired");
-	}
-	/* An id that is not of our form names no stream: a new one. */
-	st = last && sg_http_event_id_parse(last, &no, &seq) == 0 ? stream_find_locked(hs, no) : NULL;
-	st = st ? get_resume_locked(r, st, seq, &wake) : get_new_locked(r, prime, &wake);
-	r->st = st;
-	st->conn = r->conn;
-	resp = http_sse_response_locked(st);
-	pthread_mutex_unlock(&hs->lock);
-	if (wake)
-		MHD_resume_connection(wake);
-	return queue(r, MHD_HTTP_OK, resp);
-}
-
-/* ---- ending sessions (DELETE, idle TTL, shutdown) ---------------------------- */
-
-struct close_job {
-	struct hsess *hs;    /* the table's reference, consumed */
-	struct req *del;     /* the DELETE waiting for the end, or NULL */
-	int grace_ms;
-};
-
-/* Every stream of an ended session finishes with what it has; retained
- * ones are let go. */
-static void session_end_streams(struct hsess *hs)
-{
-	struct MHD_Connection **wake = NULL;
-	struct stream **dead = NULL;
-	size_t nw = 0, nd = 0, n = 0;
-
-	pthread_mutex_lock(&hs->lock);
-	for (struct stream *st = hs->streams; st; st = st->next)
-		n++;
-	wake = sg_xcalloc(n + 1, sizeof(*wake));
-	dead = sg_xcalloc(n + 1, sizeof(*dead));
-	for (struct stream *st = hs->streams, *next; st; st = next) {
-		next = st->next;
-		st->closed = true;
-		if ((wake[nw] = http_stream_wake_locked(st)))
-			nw++;
-		if (st->retained) {
-			st->retained = false;
-			if (http_stream_put_locked(st))
-				dead[nd++] = st;
-		}
-	}
-	pthread_mutex_unlock(&hs->lock);
-	for (size_t i = 0; i < nw; i++)
-		MHD_resume_connection(wake[i]);
-	for (size_t i = 0; i < nd; i++)
-		http_stream_free(dead[i]);
-	free(wake);
-	free(dead);
-}
-
-/* sg_session_close() can take seconds (sandboxes are destroyed), so it runs
- * on a thread of its own, never on an MHD thread. */
-static void *closer_main(void *arg)
-{
-	struct close_job *job = arg;
-	struct hsess *hs = job->hs;
-	struct MHD_Connection *wake = NULL;
-
-	pthread_mutex_lock(&hs->lock);
-	hs->ended = true;
-	while (hs->handling > 0)
-		pthread_cond_wait(&hs->cond, &hs->lock);
-	pthread_mutex_unlock(&hs->lock);
-	sg_session_close(hs->s, job->grace_ms);
-	session_end_streams(hs);
-	SG_DEBUG("http: session %s ended", hs->s->hash);
-	if (job->del) {
-		pthread_mutex_lock(&hs->lock);
-		job->del->closed = true;
-		if (job->del->waiting)
-			wake = job->del->conn;
-		job->del->waiting = false;
-		pthread_mutex_unlock(&hs->lock);
-		if (wake)
-			MHD_resume_connection(wake);
-	}
-	http_hsess_unref(hs);
-	free(job);
-	pthread_mutex_lock(&http_srv.lock);
-	if (--http_srv.closers == 0)
-		pthread_cond_broadcast(&http_srv.cond);
-	pthread_mutex_unlock(&http_srv.lock);
-	return NULL;
-}
-
-/* Ends hs (already out of the table; its table reference is consumed). */
-void http_close_start(struct hsess *hs, struct req *del, int grace_ms)
-{
-	struct close_job *job = sg_xcalloc(1, sizeof(*job));
-	pthread_attr_t attr;
-	pthread_t th;
-	int rc;
-
-	job->hs = hs;
-	job->del = del;
-	job->grace_ms = grace_ms;
-	pthread_mutex_lock(&http_srv.lock);
-	http_srv.closers++;
-	pthread_mutex_unlock(&http_srv.lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	rc = pthread_create(&th, &attr, closer_main, job);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		SG_WARN("cannot start a thread to end session %s: ending it inline", hs->s->hash);
-		closer_main(job);
-	}
-}
-
-/* DELETE (MCP basic/transports "Session Management" 5): the session is out
- * of the table at once (later requests get 404); the 200 waits until its
- * sandboxes are gone. */
-static enum MHD_Result delete_session(struct req *r)
-{
-	struct hsess *hs = r->hs;
-
-	if (r->closed)
-		return reply_empty(r, MHD_HTTP_OK);
-	if (!http_table_remove(hs))
-		return reply_error(r, MHD_HTTP_NOT_FOUND, "session not found: it already ended");
-	SG_INFO("http: session %s ended by DELETE", hs->s->hash);
-	pthread_mutex_lock(&hs->lock);
-	r->waiting = true;
-	MHD_suspend_connection(r->conn);
-	pthread_mutex_unlock(&hs->lock);
-	http_close_start(hs, r, http_srv.conf.grace_ms);
-	return MHD_YES;
 }
 
 /* ---- the MHD callbacks ------------------------------------------------------ */
@@ -730,7 +266,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* A body too large to read, or whose length has two readings,
 		 * is refused at once (MHD then closes the connection). */
 		if (r->v.status && r->v.reply_now)
-			return reply_error(r, r->v.status, r->v.why);
+			return http_reply_error(r, r->v.status, r->v.why);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -745,14 +281,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	http_conn_whole(conn); /* all in: the deadline stops */
 	if (r->v.status)
-		return reply_error(r, r->v.status, r->v.why);
+		return http_reply_error(r, r->v.status, r->v.why);
 	switch (r->v.kind) {
 	case SG_HTTP_POST:
-		return r->st ? post_resumed(r) : post_handle(r);
+		return r->st ? http_post_resumed(r) : http_post_handle(r);
 	case SG_HTTP_GET:
-		return get_open(r);
+		return http_get_open(r);
 	case SG_HTTP_DELETE:
-		return delete_session(r);
+		return http_delete(r);
 	}
 	return MHD_NO;
 }

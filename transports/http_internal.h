@@ -180,9 +180,34 @@ bool http_wants_priming(struct sg_session *s);
  * retained for a while. */
 void http_janitor_tick(void);
 
-/* http.c: ends hs on a thread of its own (its calls get grace_ms, its
+/* http_reply.c: responses.  The *_response() functions make one (NULL when
+ * MHD cannot; a taken body is freed either way); http_queue() queues resp on
+ * r's connection and destroys its own reference, never with an hsess lock
+ * held.  The http_reply_*() functions do both.  Each returns MHD's verdict
+ * (MHD_NO closes the connection). */
+enum MHD_Result http_queue(struct req *r, unsigned status, struct MHD_Response *resp);
+/* body: taken (freed by MHD); session_id: copied, or NULL. */
+struct MHD_Response *http_json_response(char *body, size_t len, const char *session_id);
+struct MHD_Response *http_empty_response(void);
+/* A JSON-RPC error without id; msg is copied. */
+struct MHD_Response *http_error_response(const struct req *r, unsigned status, const char *msg);
+enum MHD_Result http_reply_json(struct req *r, unsigned status, char *body, size_t len,
+				const char *session_id);
+enum MHD_Result http_reply_empty(struct req *r, unsigned status);
+enum MHD_Result http_reply_error(struct req *r, unsigned status, const char *msg);
+
+/* http_post.c: a POST whose body is whole (r->body), and a JSON-mode POST
+ * resumed once its final message is in. */
+enum MHD_Result http_post_handle(struct req *r);
+enum MHD_Result http_post_resumed(struct req *r);
+
+/* http_get.c: a GET after the checks passed. */
+enum MHD_Result http_get_open(struct req *r);
+
+/* http_end.c: ends hs on a thread of its own (its calls get grace_ms, its
  * machines are destroyed); `del` is the DELETE request that asked for it,
- * or NULL. */
+ * or NULL.  http_delete() answers a DELETE once the session is closed. */
 void http_close_start(struct hsess *hs, struct req *del, int grace_ms);
+enum MHD_Result http_delete(struct req *r);
 
 #endif

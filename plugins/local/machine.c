@@ -16,6 +16,7 @@
 #endif
 
 #include "plugins/local/local.h"
+#include "plugins/records/records.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -52,11 +53,7 @@ static int mkdir_p(const char *path)
 
 static int tag_dir(struct local_ctx *ctx, char *out, size_t n)
 {
-	const char *base = ctx->host->state_dir();
-
-	if (!base || (size_t)snprintf(out, n, "%s/local/owners", base) >= n)
-		return -1;
-	return mkdir_p(out);
+	return mrec_dir(ctx->host->state_dir(), "local/owners", out, n);
 }
 
 /* True for an id this plugin makes: "local-" and 12 hex digits. */
@@ -66,50 +63,29 @@ static bool id_ok(const char *id)
 	       strspn(id + 6, "0123456789abcdef") == 2 * LOCAL_RAND_BYTES;
 }
 
-static int tag_path(struct local_ctx *ctx, const char *id, char *out, size_t n)
+/* Writes the tag of id atomically (records.h). */
+static int tag_write(struct local_ctx *ctx, const char *id, json_t *j)
 {
 	char dir[LOCAL_PATH_MAX];
 
 	if (!id_ok(id) || tag_dir(ctx, dir, sizeof(dir)) < 0)
 		return -1;
-	return (size_t)snprintf(out, n, "%s/%s.json", dir, id) >= n ? -1 : 0;
-}
-
-/* Writes the tag of id atomically: temporary file, fsync, rename. */
-static int tag_write(struct local_ctx *ctx, const char *id, json_t *j)
-{
-	char path[LOCAL_PATH_MAX], tmp[LOCAL_PATH_MAX + 8];
-	int fd, rc = -1;
-
-	if (tag_path(ctx, id, path, sizeof(path)) < 0)
-		return -1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -1;
-	if (json_dumpfd(j, fd, JSON_COMPACT) == 0 && fsync(fd) == 0)
-		rc = 0;
-	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1;
-	if (rc < 0)
-		unlink(tmp);
-	return rc;
+	return mrec_write(dir, id, j);
 }
 
 static json_t *tag_read(struct local_ctx *ctx, const char *id)
 {
-	char path[LOCAL_PATH_MAX];
+	char dir[LOCAL_PATH_MAX];
 
-	return tag_path(ctx, id, path, sizeof(path)) < 0 ? NULL : json_load_file(path, 0, NULL);
+	return !id_ok(id) || tag_dir(ctx, dir, sizeof(dir)) < 0 ? NULL : mrec_read(dir, id);
 }
 
 static void tag_remove(struct local_ctx *ctx, const char *id)
 {
-	char path[LOCAL_PATH_MAX];
+	char dir[LOCAL_PATH_MAX];
 
-	if (tag_path(ctx, id, path, sizeof(path)) == 0)
-		unlink(path);
+	if (id_ok(id) && tag_dir(ctx, dir, sizeof(dir)) == 0)
+		mrec_remove(dir, id);
 }
 
 /* ---- handles --------------------------------------------------------------------------- */
@@ -388,35 +364,15 @@ void local_machine_release(struct sg_machine *m)
 int local_machine_list(void *priv, struct sg_call *call, json_t **machines, struct sg_err *err)
 {
 	struct local_ctx *ctx = priv;
-	char dir[LOCAL_PATH_MAX], path[LOCAL_PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d;
+	char dir[LOCAL_PATH_MAX];
 
 	(void)call;
 	*machines = json_array();
 	if (!*machines)
 		return ctx->host->errf(err, SG_E_NOMEM, "local: out of memory");
-	if (tag_dir(ctx, dir, sizeof(dir)) < 0 || !(d = opendir(dir)))
+	if (tag_dir(ctx, dir, sizeof(dir)) < 0)
 		return 0;
-	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-		const char *id, *owner;
-		json_t *tag;
-
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		tag = json_load_file(path, 0, NULL);
-		id = json_string_value(json_object_get(tag, "id"));
-		owner = json_string_value(json_object_get(tag, "owner"));
-		if (id && id_ok(id))
-			json_array_append_new(*machines, json_pack("{s:s, s:s, s:b, s:I, s:I}", "id", id,
-				"owner", owner ? owner : "", "persistent",
-				json_is_true(json_object_get(tag, "persistent")), "created",
-				json_integer_value(json_object_get(tag, "created")), "lifetime",
-				json_integer_value(json_object_get(tag, "lifetime"))));
-		json_decref(tag);
-	}
-	closedir(d);
+	if (mrec_list(dir, id_ok, *machines) < 0)
+		return ctx->host->errf(err, SG_E_NOMEM, "local: out of memory");
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #endif
 
+#include "plugins/records/records.h"
 #include "plugins/ssh/ssh.h"
 
 #include <dirent.h>
@@ -67,68 +68,31 @@ struct ssh_machine *ssh_machine_of(const struct sg_machine *m, struct sg_err *er
 
 static int ssh_state_dir(struct ssh_ctx *ctx, char *out, size_t n)
 {
-	const char *base = ctx->host->state_dir();
-	int len;
-
-	if (!base)
-		return -1;
-	len = snprintf(out, n, "%s/ssh", base);
-	if (len < 0 || (size_t)len >= n)
-		return -1;
-	if (mkdir(out, 0700) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
+	return mrec_dir(ctx->host->state_dir(), "ssh", out, n);
 }
 
-static int ssh_state_path(struct ssh_ctx *ctx, const char *id, char *out, size_t n)
-{
-	char dir[SSH_PATH_MAX];
-	int len;
-
-	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || strchr(id, '/') || id[0] == '.')
-		return -1;
-	len = snprintf(out, n, "%s/%s.json", dir, id);
-	return len < 0 || (size_t)len >= n ? -1 : 0;
-}
-
-/* Writes j to the state file of id: temporary file, then rename. */
+/* Writes j to the state file of id atomically (records.h). */
 static int ssh_state_write(struct ssh_ctx *ctx, const char *id, json_t *j)
 {
-	char path[SSH_PATH_MAX], tmp[SSH_PATH_MAX + 8];
-	int fd, rc = -1;
+	char dir[SSH_PATH_MAX];
 
-	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
-		return -1;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	if (json_dumpfd(j, fd, JSON_COMPACT) == 0 && fsync(fd) == 0)
-		rc = 0;
-	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -1;
-	if (rc < 0)
-		unlink(tmp);
-	return rc;
+	return ssh_state_dir(ctx, dir, sizeof(dir)) < 0 ? -1 : mrec_write(dir, id, j);
 }
 
 /* The state of id, or NULL.  Caller's reference. */
 static json_t *ssh_state_read(struct ssh_ctx *ctx, const char *id)
 {
-	char path[SSH_PATH_MAX];
+	char dir[SSH_PATH_MAX];
 
-	if (ssh_state_path(ctx, id, path, sizeof(path)) < 0)
-		return NULL;
-	return json_load_file(path, 0, NULL);
+	return ssh_state_dir(ctx, dir, sizeof(dir)) < 0 ? NULL : mrec_read(dir, id);
 }
 
 static void ssh_state_remove(struct ssh_ctx *ctx, const char *id)
 {
-	char path[SSH_PATH_MAX];
+	char dir[SSH_PATH_MAX];
 
-	if (ssh_state_path(ctx, id, path, sizeof(path)) == 0)
-		unlink(path);
+	if (ssh_state_dir(ctx, dir, sizeof(dir)) == 0)
+		mrec_remove(dir, id);
 }
 
 static json_t *ssh_state_json(const char *id, const char *dir, bool jailed,
@@ -494,35 +458,15 @@ void ssh_machine_release(struct sg_machine *m)
 int ssh_machine_list(void *priv, struct sg_call *call, json_t **machines, struct sg_err *err)
 {
 	struct ssh_ctx *ctx = priv;
-	char dir[SSH_PATH_MAX], path[SSH_PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d;
+	char dir[SSH_PATH_MAX];
 
 	(void)call;
 	*machines = json_array();
 	if (!*machines)
 		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
-	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0 || !(d = opendir(dir)))
+	if (ssh_state_dir(ctx, dir, sizeof(dir)) < 0)
 		return 0;
-	while ((de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-		const char *id, *owner;
-		json_t *st;
-
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		st = json_load_file(path, 0, NULL);
-		id = json_string_value(json_object_get(st, "id"));
-		owner = json_string_value(json_object_get(st, "owner"));
-		if (id)
-			json_array_append_new(*machines, json_pack("{s:s, s:s, s:b, s:I, s:I}", "id", id, "owner",
-								   owner ? owner : "", "persistent",
-								   json_is_true(json_object_get(st, "persistent")),
-								   "created", json_integer_value(json_object_get(st, "created")),
-								   "lifetime", json_integer_value(json_object_get(st, "lifetime"))));
-		json_decref(st);
-	}
-	closedir(d);
+	if (mrec_list(dir, NULL, *machines) < 0)
+		return ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	return 0;
 }

@@ -13,18 +13,22 @@ Every sandbox is killed again (untimed) within its round.  Target (issue
 
 usage: bench/pool_bench.py [-n 20] [--sandgate ./sandgate] [--json]
 """
-import argparse, json, os, subprocess, time
+import argparse, json, os, subprocess, tempfile, time
 
 from benchlib import Server, docker, summary
 
-POOL_FILTER = json.dumps({"label": ["org.sandgate.pool"]})
+class LoggedServer(Server):
+    """Server with its stderr in a file: the pool says there when a member is ready."""
 
+    def __init__(self, cmd, env, log):
+        self.log = log
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(log, "w"), env=env)
+        self.id = 0
 
-def ready(pid):
-    _, d = docker("GET", "/containers/json?filters=" + __import__("urllib.parse").parse.quote(POOL_FILTER))
-    return [c for c in json.loads(d)
-            if c["Names"][0].startswith("/sandgate-pool-")
-            and c["Labels"].get("org.sandgate.pool", "").split(":")[1:2] == [str(pid)]]
+    def pool_ready(self):
+        text = open(self.log).read()
+        return text.count(" ready (") > text.count("pool: handed out")
 
 
 def timed(fn):
@@ -41,7 +45,8 @@ def main():
     a = ap.parse_args()
     env = dict(os.environ)
     env.setdefault("SANDGATE_PLUGIN_DIR", os.path.abspath(".libs"))
-    pooled = Server([a.sandgate, "stdio"], dict(env, SANDGATE_DOCKER_POOL="1"))
+    log = tempfile.mktemp(prefix="pool-bench-", suffix=".log")
+    pooled = LoggedServer([a.sandgate, "stdio"], dict(env, SANDGATE_DOCKER_POOL="1"), log)
     plain = Server([a.sandgate, "stdio"], dict(env, SANDGATE_DOCKER_POOL="0"))
     pooled.initialize("pool-bench")
     plain.initialize("pool-bench")
@@ -50,7 +55,7 @@ def main():
     s = {"pool": [], "nopool": [], "raw": []}
     for i in range(a.n + 2):  # 2 warm-up rounds
         deadline = time.time() + 60
-        while not ready(pooled.p.pid) and time.time() < deadline:
+        while not pooled.pool_ready() and time.time() < deadline:
             time.sleep(0.05)
         tp, dp = timed(lambda: pooled.tool("create_sandbox", {}))
         tn, dn = timed(lambda: plain.tool("create_sandbox", {}))
@@ -70,6 +75,7 @@ def main():
             s["raw"].append(tr)
     pooled.close()
     plain.close()
+    os.unlink(log)
     out = {k: summary(v) for k, v in s.items()}
     if a.json:
         print(json.dumps(out))

@@ -12,8 +12,12 @@
  *
  * A member is labelled as a sandbox of this sandgate (owner tag, managed)
  * plus DOCKER_LABEL_POOL and named "sandgate-pool-..."; when it is handed
- * out it is renamed "sandgate-sb-<id>", and from then on it is an ordinary
- * sandbox the core records and reaps.  A member still named sandgate-pool-
+ * out the thread renames it "sandgate-sb-<id>" (a rename takes the engine
+ * tens of ms: not on the caller's path), and from then on it is an ordinary
+ * sandbox the core records and reaps.  A kill -9 within those ms of a
+ * hand-out leaves it named as a member: the next server then removes it
+ * with the dead sandgate's pool, the one case a handed-out container goes
+ * that way (its session died with its sandgate).  A member still named sandgate-pool-
  * whose sandgate is gone is removed by the next server's pool thread, never
  * adopted: no record names it (the core's lost-record sweep would also
  * remove it once its lifetime label passed).  A clean exit removes this
@@ -59,6 +63,8 @@ struct docker_pool {
 	bool running, stop;
 	struct pool_tmpl t[POOL_TEMPLATES_MAX];
 	size_t nt;
+	char renames[POOL_SIZE_MAX][DOCKER_ID_MAX]; /* handed out, not yet renamed */
+	unsigned nrenames;
 	unsigned long hits, misses, made;
 	unsigned seq;
 	char owner[300];           /* this process's owner tag */
@@ -292,6 +298,40 @@ static void pool_sweep(struct docker_ctx *ctx)
 	json_decref(reply);
 }
 
+/* Renames the member out of the pool: from now on no pool sweep takes it. */
+static int pool_rename(struct docker_ctx *ctx, const char *id, struct sg_err *err)
+{
+	char path[DOCKER_ID_MAX + 96];
+	json_t *reply = NULL;
+	long status;
+	int rc;
+
+	snprintf(path, sizeof(path), "/containers/%s/rename?name=sandgate-sb-%.16s", id, id);
+	if (docker_engine_json(ctx->engine, "POST", path, NULL, &status, &reply, err) < 0)
+		return -1;
+	rc = status == 204 ? 0 : docker_engine_fail(ctx->engine, err, SG_E_BACKEND,
+						   "docker rename (pool)", status, reply);
+	json_decref(reply);
+	return rc;
+}
+
+/* Renames the oldest handed-out member; called and returns with the lock. */
+static void pool_rename_next(struct docker_ctx *ctx)
+{
+	struct docker_pool *p = ctx->pool;
+	char id[DOCKER_ID_MAX];
+	struct sg_err err;
+
+	snprintf(id, sizeof(id), "%s", p->renames[0]);
+	memmove(p->renames[0], p->renames[1], (size_t)(p->nrenames - 1) * sizeof(p->renames[0]));
+	p->nrenames--;
+	pthread_mutex_unlock(&p->lock);
+	if (pool_rename(ctx, id, &err) < 0)
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: renaming the handed-out "
+			       "container %.12s failed: %s", id, err.msg);
+	pthread_mutex_lock(&p->lock);
+}
+
 /* The template that lacks a member most, or NULL when every pool is full. */
 static struct pool_tmpl *pool_wanting(struct docker_pool *p)
 {
@@ -318,13 +358,19 @@ static void *pool_main(void *arg)
 
 	pool_sweep(ctx);
 	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
+	for (;;) {
 		struct pool_tmpl *t = pool_wanting(p);
 		struct pool_member m;
 		char name[sizeof(t->name)];
 		struct sg_err err;
 		int rc;
 
+		if (p->nrenames) {
+			pool_rename_next(ctx);
+			continue;
+		}
+		if (p->stop)
+			break;
 		if (!t) {
 			pool_wait(p, 3600);
 			continue;
@@ -435,34 +481,16 @@ static int pool_pop(struct docker_pool *p, const char *tmpl, struct pool_member 
 	for (size_t i = 0; i < p->nt; i++)
 		if (!strcmp(p->t[i].name, tmpl))
 			t = &p->t[i];
-	if (t && t->n > 0) {
+	if (t && t->n > 0 && p->nrenames < POOL_SIZE_MAX) {
 		*out = t->m[0];
 		memmove(&t->m[0], &t->m[1], (t->n - 1) * sizeof(t->m[0]));
 		t->n--;
 		p->hits++;
-		pthread_cond_signal(&p->cond);
 		rc = 0;
 	} else if (t && t->want) {
 		p->misses++;
 	}
 	pthread_mutex_unlock(&p->lock);
-	return rc;
-}
-
-/* Renames the member out of the pool: from now on no pool sweep takes it. */
-static int pool_rename(struct docker_ctx *ctx, const char *id, struct sg_err *err)
-{
-	char path[DOCKER_ID_MAX + 96];
-	json_t *reply = NULL;
-	long status;
-	int rc;
-
-	snprintf(path, sizeof(path), "/containers/%s/rename?name=sandgate-sb-%.16s", id, id);
-	if (docker_engine_json(ctx->engine, "POST", path, NULL, &status, &reply, err) < 0)
-		return -1;
-	rc = status == 204 ? 0 : docker_engine_fail(ctx->engine, err, SG_E_BACKEND,
-						   "docker rename (pool)", status, reply);
-	json_decref(reply);
 	return rc;
 }
 
@@ -478,7 +506,7 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	(void)err;
 	if (!p || pool_pop(p, tmpl, &pm) != 0)
 		return 1;
-	if (pool_rename(ctx, pm.id, &rerr) < 0 || docker_machine_fill(ctx, m, pm.info, &rerr) < 0 ||
+	if (docker_machine_fill(ctx, m, pm.info, &rerr) < 0 ||
 	    ctx->host->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl) < 0) {
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: container %.12s cannot be "
 			       "handed out (%s): creating one", pm.id, rerr.msg);
@@ -488,8 +516,12 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	m->handle = pm.dm;
 	docker_machine_report(ctx, m, pm.info);
 	json_decref(pm.info);
+	/* The rename that takes it out of the pool (tens of ms in the engine)
+	 * is the thread's, off the caller's path. */
 	pthread_mutex_lock(&p->lock);
 	hits = p->hits;
+	snprintf(p->renames[p->nrenames++], sizeof(p->renames[0]), "%s", pm.id);
+	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: handed out container %s of "
 		       "template %s (pool hit %lu)", m->id, tmpl, hits);

@@ -212,7 +212,7 @@ int docker_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct s
 				 "engine_version", json_string_value(json_object_get(v, "Version")),
 				 "api_version", json_string_value(json_object_get(v, "ApiVersion")),
 				 "default_template", ctx->default_template);
-	if (out->details && ctx->pool)
+	if (out->details && rc == 0)
 		json_object_set_new(out->details, "pool", docker_pool_facts(ctx));
 	json_decref(v);
 	return rc;

@@ -250,8 +250,10 @@ void docker_pool_stop(struct docker_ctx *ctx);
  * ready (the caller creates one). */
 int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *call,
 		     struct sg_machine *m, struct sg_err *err);
-/* {templates: {name: size}, ready, hits, misses} for status; a new object
- * or NULL when no pool is configured. */
+/* The pool for status: in a server {templates: {name: size}, ready, hits,
+ * misses}; elsewhere (sandgate status) {templates: the configured sizes,
+ * members_on_engine: pool members now, of any sandgate, -1 unknown}.  A
+ * new object, or NULL (out of memory). */
 json_t *docker_pool_facts(struct docker_ctx *ctx);
 
 /* ---- code.c ------------------------------------------------------------------ */

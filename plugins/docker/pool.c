@@ -528,15 +528,65 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	return 0;
 }
 
+/* How many containers are pool members now on this engine, of any
+ * sandgate (status runs in a process of its own); -1: no answer. */
+static long pool_members_now(struct docker_ctx *ctx)
+{
+	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_POOL "\"]}");
+	char path[256];
+	json_t *reply = NULL, *c;
+	struct sg_err err;
+	long status, n = 0;
+	size_t i;
+
+	if (!filter)
+		return -1;
+	snprintf(path, sizeof(path), "/containers/json?filters=%s", filter);
+	free(filter);
+	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, &err) < 0 ||
+	    status != 200 || !json_is_array(reply)) {
+		json_decref(reply);
+		return -1;
+	}
+	json_array_foreach(reply, i, c) {
+		const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+
+		n += name && !strncmp(name, "/" POOL_NAME, strlen(POOL_NAME) + 1);
+	}
+	json_decref(reply);
+	return n;
+}
+
+static void pool_size_cb(const char *key, const char *value, void *ud)
+{
+	if (!strncmp(key, "pool.", 5) && key[5] && value && *value)
+		json_object_set_new(ud, key + 5, json_integer(pool_uint(value)));
+}
+
 json_t *docker_pool_facts(struct docker_ctx *ctx)
 {
 	struct docker_pool *p = ctx->pool;
 	json_t *sizes, *facts;
 	unsigned ready = 0;
 
-	if (!p)
-		return NULL;
 	sizes = json_object();
+	if (!p) {
+		/* Another process (sandgate status): what is configured, and the
+		 * members on the engine now; hits are in the servers' logs. */
+		const struct sg_host_api *h = ctx->host;
+		const char *def = h->config_get("docker", "pool");
+		/* A server's probe (the default backend's choice) stays one call. */
+		long now = SG_HOST_HAS(h, server) && h->server() ? -1 : pool_members_now(ctx);
+
+		if (def && *def)
+			json_object_set_new(sizes, ctx->default_template, json_integer(pool_uint(def)));
+		else
+			json_object_set_new(sizes, ctx->default_template,
+					    json_string("1 in an HTTP server, 0 under stdio"));
+		ctx->host->config_each("docker", "pool.", pool_size_cb, sizes);
+		return json_pack("{s:o, s:I}", "templates", sizes, "members_on_engine",
+				 (json_int_t)now);
+	}
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < p->nt; i++) {
 		json_object_set_new(sizes, p->t[i].name, json_integer(p->t[i].want));

@@ -5,7 +5,7 @@
 // loaded 2-core host: five containers made and started (three servers at
 // once to overlap them).
 import fs from 'node:fs';
-import { t, preflight, sdkClient, listManaged, ownerPid, waitFor, inspect, removeContainers }
+import { t, preflight, sdkClient, listManaged, ownerPid, waitFor, inspect, removeContainers, runCli }
   from '../lib/sg.mjs';
 
 const LABEL_POOL = 'org.sandgate.pool';
@@ -36,6 +36,13 @@ t.run(async () => {
   t.is(ready.length, 1, 'pool = 1 under stdio: one container is made ahead');
   const member = ready[0];
   made.push(member.id);
+  const st = await runCli(['status', '--json'], { SANDGATE_DOCKER_POOL: '1' });
+  const find = (o) => (o && typeof o === 'object'
+    ? (o.pool?.templates ? o.pool : Object.values(o).map(find).find(Boolean)) : null);
+  let facts = null;
+  try { facts = find(JSON.parse(st.stdout)); } catch { /* said below */ }
+  t.is(facts?.templates?.base, 1, 'sandgate status shows the configured pool size', { stdout: st.stdout.slice(0, 2000) });
+  t.cmp(facts?.members_on_engine ?? -1, '>=', 1, 'sandgate status counts the pool members on the engine');
   const before = Date.now();
   const d1 = await a.tool('create_sandbox', {});
   t.ok(member.id.startsWith(d1.sandbox_id) || d1.sandbox_id === member.id,

@@ -227,6 +227,16 @@ out:
 	return rc;
 }
 
+static bool pool_stopping(struct docker_pool *p)
+{
+	bool stop;
+
+	pthread_mutex_lock(&p->lock);
+	stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return stop;
+}
+
 /* Makes one member of tmpl: created, started, inspected, runner running. */
 static int pool_make(struct docker_ctx *ctx, const char *tmpl, struct pool_member *m,
 		     struct sg_err *err)
@@ -246,8 +256,9 @@ static int pool_make(struct docker_ctx *ctx, const char *tmpl, struct pool_membe
 		goto fail;
 	}
 	/* The runner now, not on the first command (1: it cannot run here,
-	 * the plain path serves; an error: the first command tries again). */
-	if (rnc_site_get(&m->dm->site, &c, &rerr) == 0)
+	 * the plain path serves; an error: the first command tries again);
+	 * not when sandgate is ending: the member is removed at once. */
+	if (!pool_stopping(ctx->pool) && rnc_site_get(&m->dm->site, &c, &rerr) == 0)
 		rn_conn_put(c);
 	return 0;
 fail:

@@ -16,6 +16,7 @@
 #include "core/base/err.h"
 #include "core/base/keys.h"
 #include "core/base/log.h"
+#include "core/registry/hostapi.h"
 #include "core/registry/machine.h"
 #include "core/server/mcp.h"
 #include "core/server/stop.h"
@@ -424,6 +425,7 @@ int main(int argc, char **argv)
 	server = !strcmp(c.command, "stdio") || !strcmp(c.command, "http");
 	if (server)
 		sg_stop_block_signals(); /* before any thread starts: read by one thread */
+	sg_host_set_server(!server ? NULL : !strcmp(c.command, "http") ? "http" : "stdio");
 	rc = setup(&c, server);
 	if (rc)
 		goto out;

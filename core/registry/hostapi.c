@@ -89,6 +89,18 @@ static int host_buf_append(struct sg_buf *b, const void *p, size_t n)
 	return sg_buf_append(b, p, n);
 }
 
+static const char *server_kind;
+
+void sg_host_set_server(const char *kind)
+{
+	server_kind = kind;
+}
+
+static const char *host_server(void)
+{
+	return server_kind;
+}
+
 static const struct sg_host_api host_api = {
 	.size = sizeof(struct sg_host_api),
 	.minor = SG_PLUGIN_ABI_MINOR,
@@ -112,6 +124,7 @@ static const struct sg_host_api host_api = {
 	.call_machines = sg_machine_host_list,
 	.credentials = sg_credentials_count,
 	.machine_report = sg_machine_host_report,
+	.server = host_server,
 };
 
 const struct sg_host_api *sg_host_api_get(void)

@@ -12,4 +12,8 @@ const struct sg_host_api *sg_host_api_get(void);
  * Borrowed; NULL when it cannot be created (logged). */
 const char *sg_state_dir(void);
 
+/* What host->server() answers: "stdio", "http" or NULL (the default).
+ * Call before the plugins are loaded; kind must be a static string. */
+void sg_host_set_server(const char *kind);
+
 #endif

@@ -282,6 +282,12 @@ struct sg_host_api {
 	 * `details`.  Call from machine_create or machine_attach.  Never put
 	 * secrets in it.  Returns 0 or -1 (not an object, out of memory). */
 	int (*machine_report)(struct sg_machine *m, const json_t *facts);
+
+	/* The server this process runs: "stdio" or "http"; NULL in `sandgate
+	 * call`, `tools`, `config` and `status`.  Work done ahead of the calls
+	 * (a warm pool, a prewarmed connection) belongs in a server only.
+	 * Set before any plugin's init.  Static string, never freed. */
+	const char *(*server)(void);
 };
 
 /* True when the core's host API `h` has slot `field` (appended after 2.0). */

@@ -180,7 +180,8 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 		.ssh_policy = host->config_get("docker", "ssh_host_key_policy"),
 	};
 	ctx->engine = docker_engine_new(host, &opts, err);
-	if (!ctx->engine) {
+	if (!ctx->engine || docker_pool_start(ctx, err) < 0) {
+		docker_engine_free(ctx->engine);
 		docker_runner_teardown(ctx);
 		docker_settings_free(ctx);
 		free(ctx);
@@ -211,6 +212,8 @@ int docker_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct s
 				 "engine_version", json_string_value(json_object_get(v, "Version")),
 				 "api_version", json_string_value(json_object_get(v, "ApiVersion")),
 				 "default_template", ctx->default_template);
+	if (out->details && rc == 0)
+		json_object_set_new(out->details, "pool", docker_pool_facts(ctx));
 	json_decref(v);
 	return rc;
 }
@@ -221,6 +224,7 @@ static void docker_fini(void *priv)
 
 	if (!ctx)
 		return;
+	docker_pool_stop(ctx); /* uses the engine */
 	docker_engine_free(ctx->engine);
 	docker_runner_teardown(ctx);
 	docker_settings_free(ctx);
@@ -260,6 +264,13 @@ static const struct sg_config_key docker_config_keys[] = {
 		  "in (make image builds it); images are never pulled; "
 		  "template.<name>.<limit> overrides pids_limit, memory_mb, cpus, "
 		  "no_new_privileges, cap_drop or cap_add for that template" },
+	{ .key = "pool", .accepts = "uint",
+	  .help = "containers of the default template made and started ahead, their "
+		  "runner running, so create_sandbox takes one at once (0: none; unset: "
+		  "1 in an HTTP server, 0 under stdio); only servers fill a pool" },
+	{ .key = "pool.*", .accepts = "uint",
+	  .help = "pool.<template> = N: the same for another template (it overrides "
+		  "pool for the default template)" },
 	{ .key = "api_timeout", .def = "60", .accepts = "uint",
 	  .help = "seconds one Docker API call may take" },
 	{ .key = "pids_limit", .def = "512", .accepts = "uint",

@@ -60,6 +60,7 @@
 #define DOCKER_LABEL_PURPOSE    "org.sandgate.purpose"
 #define DOCKER_LABEL_SHELL      "org.sandgate.shell"
 #define DOCKER_LABEL_NETWORK    "org.sandgate.network"
+#define DOCKER_LABEL_POOL       "org.sandgate.pool"      /* the owner tag of the pool's sandgate */
 #define DOCKER_LABEL_WORK_HOME  "org.sandgate.work_home" /* [storage] work_home it was made under */
 
 #define DOCKER_WORKSPACE "/workspace"
@@ -104,6 +105,8 @@ struct docker_ctx {
 	size_t build_context_max;        /* [docker] build_context_max */
 	struct docker_limits limits;     /* [docker] pids_limit, memory_mb, ... (limits.c) */
 	pthread_mutex_t net_lock;        /* one network change at a time (network.c) */
+
+	struct docker_pool *pool;        /* the warm pool (pool.c), owned; NULL: none */
 
 	/* The runner binary on this host, read once (runner.c). */
 	pthread_mutex_t bin_lock;        /* guards the bin* fields */
@@ -210,8 +213,8 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 /* Reads the configuration ([docker] runner, runner_path) into ctx. */
 void docker_runner_setup(struct docker_ctx *ctx);
 void docker_runner_teardown(struct docker_ctx *ctx);
-/* The runner site of a new handle (m's id set); fini ends its runner. */
-void docker_runner_machine_init(struct docker_machine *dm, const struct sg_machine *m);
+/* The runner site of a new handle for container cid; fini ends its runner. */
+void docker_runner_machine_init(struct docker_machine *dm, const char *cid);
 void docker_runner_machine_fini(struct docker_machine *dm);
 
 /* How many times m's runner was started again (kernels die with it). */
@@ -233,6 +236,26 @@ int docker_runner_exec(struct docker_ctx *ctx, const struct sg_machine *m,
  * way), or NULL when [docker] runner = false.  Borrowed from m's handle. */
 struct rnc_site *docker_runner_site(const struct sg_machine *m);
 
+/* ---- pool.c ------------------------------------------------------------------ */
+
+/* Reads [docker] pool and pool.<template> and, in a server process
+ * (host->server), starts the thread that removes the pools of sandgates
+ * that are gone and keeps this one's filled.  0, or -1 with err (out of
+ * memory, no thread). */
+int docker_pool_start(struct docker_ctx *ctx, struct sg_err *err);
+/* Stops the thread and removes every container still in the pool. */
+void docker_pool_stop(struct docker_ctx *ctx);
+/* Gives m a pooled container of template tmpl: 0 when it did (m filled,
+ * its handle set, the runner already running), 1 when the pool had none
+ * ready (the caller creates one). */
+int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *call,
+		     struct sg_machine *m, struct sg_err *err);
+/* The pool for status: in a server {templates: {name: size}, ready, hits,
+ * misses}; elsewhere (sandgate status) {templates: the configured sizes,
+ * members_on_engine: pool members now, of any sandgate, -1 unknown}.  A
+ * new object, or NULL (out of memory). */
+json_t *docker_pool_facts(struct docker_ctx *ctx);
+
 /* ---- code.c ------------------------------------------------------------------ */
 
 /* run_code on the runner's kernels (a kernel per container and language);
@@ -251,6 +274,18 @@ void docker_stale_drop(struct docker_ctx *ctx, const struct sg_machine *m);
 /* Sets m's strings (id, workspace, template, url) from an inspect answer. */
 int docker_machine_fill(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
 			struct sg_err *err);
+/* A new handle for container cid (its shell and kind from the labels of
+ * inspect answer info), or NULL (out of memory); docker_machine_free()
+ * frees it, ending its runner. */
+struct docker_machine *docker_machine_new(struct docker_ctx *ctx, const char *cid,
+					  const json_t *info);
+void docker_machine_free(struct docker_machine *dm);
+/* Gives the core create_sandbox's facts of m (its limits, from info). */
+void docker_machine_report(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info);
+/* The POST /containers/create body of a sandbox of template tmpl (image),
+ * labelled from req; a new reference, or NULL (not UTF-8, out of memory). */
+json_t *docker_create_body(struct docker_ctx *ctx, const struct sg_create_req *req,
+			   const char *tmpl, const char *image);
 /* Makes m's handle; its shell and kind come from the container's labels. */
 int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
 			  struct sg_err *err);

@@ -31,7 +31,7 @@ static void docker_progress(struct docker_ctx *ctx, struct sg_call *call,
 }
 
 /* What create_sandbox says of the container: its limits as the engine has them. */
-static void docker_report(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info)
+void docker_machine_report(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info)
 {
 	json_t *facts;
 
@@ -43,8 +43,8 @@ static void docker_report(struct docker_ctx *ctx, struct sg_machine *m, const js
 	json_decref(facts);
 }
 
-int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
-			  struct sg_err *err)
+struct docker_machine *docker_machine_new(struct docker_ctx *ctx, const char *cid,
+					  const json_t *info)
 {
 	struct docker_machine *dm = calloc(1, sizeof(*dm)); /* docker_machine_release() */
 	const json_t *labels = json_object_get(json_object_get(info, "Config"), "Labels");
@@ -52,9 +52,9 @@ int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const js
 	const char *pers = json_string_value(json_object_get(labels, DOCKER_LABEL_PERSISTENT));
 
 	if (!dm)
-		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		return NULL;
 	dm->ctx = ctx;
-	docker_runner_machine_init(dm, m);
+	docker_runner_machine_init(dm, cid);
 	pthread_mutex_init(&dm->slock, NULL);
 	dm->persistent = pers && !strcmp(pers, "1") &&
 			 json_object_get(labels, DOCKER_LABEL_NAME) != NULL;
@@ -67,8 +67,29 @@ int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const js
 			 "plain docker exec", dm->shell);
 		rnc_site_fallback(&dm->site, why);
 	}
+	return dm;
+}
+
+void docker_machine_free(struct docker_machine *dm)
+{
+	if (!dm)
+		return;
+	docker_runner_machine_fini(dm);
+	for (size_t i = 0; i < DOCKER_STALE_MAX; i++)
+		free(dm->stale[i]);
+	pthread_mutex_destroy(&dm->slock);
+	free(dm);
+}
+
+int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
+			  struct sg_err *err)
+{
+	struct docker_machine *dm = docker_machine_new(ctx, m->id, info);
+
+	if (!dm)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	m->handle = dm;
-	docker_report(ctx, m, info);
+	docker_machine_report(ctx, m, info);
 	return 0;
 }
 
@@ -186,7 +207,7 @@ static json_t *docker_labels(const struct sg_create_req *req, const char *tmpl)
 	return l;
 }
 
-static json_t *docker_create_body(struct docker_ctx *ctx, const struct sg_create_req *req,
+json_t *docker_create_body(struct docker_ctx *ctx, const struct sg_create_req *req,
 				  const char *tmpl, const char *image)
 {
 	json_t *body, *labels = docker_labels(req, tmpl);
@@ -327,6 +348,9 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 		return ctx->host->errf(err, SG_E_NOTFOUND,
 				       "no docker template %s: add [docker] template.%s = "
 				       "<image> to the config (built in: base)", tmpl, tmpl);
+	/* A warm container of the pool when one is ready (pool.c). */
+	if (docker_pool_take(ctx, tmpl, call, m, err) == 0)
+		return 0;
 	docker_progress(ctx, call, 0, "creating container");
 	if (docker_create_container(ctx, req, tmpl, image, id, sizeof(id), err) < 0)
 		return -1;
@@ -450,15 +474,9 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 
 void docker_machine_release(struct sg_machine *m)
 {
-	struct docker_machine *dm = m ? m->handle : NULL;
-
-	if (!dm)
+	if (!m)
 		return;
-	docker_runner_machine_fini(dm);
-	for (size_t i = 0; i < DOCKER_STALE_MAX; i++)
-		free(dm->stale[i]);
-	pthread_mutex_destroy(&dm->slock);
-	free(dm);
+	docker_machine_free(m->handle);
 	m->handle = NULL;
 }
 

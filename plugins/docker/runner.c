@@ -421,12 +421,12 @@ static const struct rnc_ops runner_ops = {
 
 /* ---- per machine ----------------------------------------------------------------------- */
 
-void docker_runner_machine_init(struct docker_machine *dm, const struct sg_machine *m)
+void docker_runner_machine_init(struct docker_machine *dm, const char *cid)
 {
 	char where[DOCKER_ID_MAX + 16];
 
-	snprintf(dm->cid, sizeof(dm->cid), "%s", m->id);
-	snprintf(where, sizeof(where), "in container %s", m->id);
+	snprintf(dm->cid, sizeof(dm->cid), "%s", cid);
+	snprintf(where, sizeof(where), "in container %s", cid);
 	rnc_site_init(&dm->site, dm->ctx->host, &runner_ops, dm, where, dm->ctx->runner_on,
 		      dm->ctx->runner_faults);
 	dm->site.start_ms_max = dm->ctx->api_timeout_s * 1000u;

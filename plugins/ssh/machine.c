@@ -191,7 +191,7 @@ static int ssh_bwrap_there(struct ssh_pool *p, struct sg_call *call, struct sg_e
 
 /* Jailed or not, by the target's isolation and what the host has: 1 jail,
  * 0 none (said once in the log), -1 with err. */
-static int ssh_jail_decide(struct ssh_pool *p, struct sg_call *call, struct sg_err *err)
+int ssh_jail_decide(struct ssh_pool *p, struct sg_call *call, struct sg_err *err)
 {
 	const struct ssh_target *t = &p->target;
 	bool warn;

@@ -123,6 +123,12 @@ static int ssh_init(const struct sg_host_api *host, void **priv, struct sg_err *
 		return host->errf(err, SG_E_INTERNAL, "ssh: no randomness: %s", strerror(errno));
 	}
 	ssh_runner_setup(ctx);
+	if (ssh_prewarm_start(ctx, err) < 0) {
+		ssh_runner_teardown(ctx);
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return -1;
+	}
 	*priv = ctx;
 	return 0;
 }
@@ -156,6 +162,7 @@ static void ssh_fini(void *priv)
 
 	if (!ctx)
 		return;
+	ssh_prewarm_join(ctx); /* it uses the pools */
 	/* Every runner first: removing their files may use any pool's
 	 * connections, which the loop below frees. */
 	for (struct ssh_pool *p = ctx->pools; p; p = p->next)
@@ -220,6 +227,10 @@ static const struct sg_config_key ssh_config_keys[] = {
 		  "(default /tmp/sandgate-<remote user>)" },
 	{ .key = "file_cap", .def = "67108864", .accepts = "uint",
 	  .help = "largest file in bytes that file read/write moves" },
+	{ .key = "prewarm", .def = "false",
+	  .help = "in a server, make targets ready before the first call (connected, "
+		  "sandbox root made, runner started): true for the default target, or "
+		  "a comma-separated list of targets (\"default\" is the default one)" },
 	{ .key = "runner", .def = "true", .accepts = "bool",
 	  .help = "run commands through sandgate-runner, uploaded to each host once "
 		  "($XDG_RUNTIME_DIR/sandgate, else ~/.cache/sandgate) and started on one "

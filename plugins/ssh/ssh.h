@@ -34,6 +34,7 @@
 #define SG_SSH_SSH_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,11 @@ struct ssh_ctx {
 	bool bin_tried;
 	struct rn_binary bin;             /* the runner binary, read on first use, freed by fini */
 	char bin_why[256];                /* why it could not be read */
+	/* [ssh] prewarm (prewarm.c): */
+	char prewarm[512];                /* its value while the thread runs */
+	pthread_t prewarm_thread;
+	bool prewarm_running;             /* the thread was started: join it */
+	atomic_bool prewarm_stop;         /* fini: skip the targets not begun */
 };
 
 struct ssh_rsite;
@@ -402,6 +408,16 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 	    struct sg_exec_result *res, struct sg_err *err);
 /* Runs a short internal script: argv with cwd "/", a 60 s limit; fails with
  * SG_E_BACKEND and its stderr when it exits non-zero. */
+/* Whether sandboxes of p's target get a bwrap jail: 1 yes, 0 no (logged
+ * once), -1 with err (isolation = bwrap and there is none).  Connects. */
+int ssh_jail_decide(struct ssh_pool *p, struct sg_call *call, struct sg_err *err);
+
+/* [ssh] prewarm in a server: starts the thread that makes the targets
+ * ready (prewarm.c).  0, or -1 with err (a bad value, no thread). */
+int ssh_prewarm_start(struct ssh_ctx *ctx, struct sg_err *err);
+/* Waits for that thread (fini, before the pools go). */
+void ssh_prewarm_join(struct ssh_ctx *ctx);
+
 int ssh_script(struct ssh_pool *p, const char *const *argv, const struct sg_call *call,
 	       const char *what, struct sg_err *err);
 /* Opens a channel and starts spec on it (env via setenv requests where sshd

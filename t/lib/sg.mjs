@@ -63,6 +63,10 @@ export function serverEnv(extra = {}) {
     XDG_STATE_HOME: path.join(root, 'state'),
     XDG_CONFIG_HOME: path.join(root, 'config'),
   };
+  // No warm pool unless a test asks for one (t5020): an HTTP server's default
+  // pool of 1 would make and remove a container for every server the suite
+  // starts, on an engine the tests share (doc/docker.md).
+  if (env.SANDGATE_DOCKER_POOL === undefined) env.SANDGATE_DOCKER_POOL = '0';
   if (process.env.SANDGATE_PLUGIN_DIR) env.SANDGATE_PLUGIN_DIR = process.env.SANDGATE_PLUGIN_DIR;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined || v === null) delete env[k];

@@ -37,9 +37,9 @@ static const char ssh_wrap_argv_merged[] = "exec 2>&1; " SSH_WRAP_HEAD "shift 2;
  * the command ended even while a background job it left holds the
  * channel's pipes open (sshd closes the channel only when they close). */
 #define SSH_WRAP_END \
-	"; s=$?; printf '\\n%s end %d\\n' \"$1\" $s; printf '\\n%s end %d\\n' \"$1\" $s >&2; exit $s"
-static const char ssh_wrap_cmd_end[] = SSH_WRAP_HEAD "/bin/sh -c \"$3\"" SSH_WRAP_END;
-static const char ssh_wrap_argv_end[] = SSH_WRAP_HEAD "shift 2; \"$@\"" SSH_WRAP_END;
+	"; s=$?; printf '\\n%s end %d\\n' \"$n\" $s; printf '\\n%s end %d\\n' \"$n\" $s >&2; exit $s"
+static const char ssh_wrap_cmd_end[] = SSH_WRAP_HEAD "n=$1; /bin/sh -c \"$3\"" SSH_WRAP_END;
+static const char ssh_wrap_argv_end[] = SSH_WRAP_HEAD "n=$1; shift 2; \"$@\"" SSH_WRAP_END;
 
 int ssh_quote(const struct sg_host_api *host, struct sg_buf *b, const char *s)
 {

@@ -1,9 +1,10 @@
-// A 60 MB write_file on Docker peaks under twice the content in the
-// server's RSS above idle, on both paths: through the container's runner
+// A 60 MB write_file on Docker peaks under 1.5 times the content in the
+// server's RSS above idle (one whole copy), on both paths: through the container's runner
 // (the content sent in frames straight from the decoded argument) and
 // through the archive API (docker.runner = false: the tar's header and tail
 // sent around the content, never a tar built in memory).  The decoded
-// argument is the one whole copy (core/protocol/bulk.c, t4037).
+// argument is the one whole copy: the message's pages go as it is decoded,
+// also along a run without escapes (core/protocol/bulk.c, t4037).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { t, preflight, sdkClient } from '../lib/sg.mjs';
@@ -34,7 +35,8 @@ t.run(async () => {
       // AddressSanitizer's quarantine and shadow memory: its figure, not sandgate's
       t.diag(`${rss} under AddressSanitizer: not measured against the content`);
     } else {
-      t.cmp(ratio, '<', 2.0, `${rss}: under 2`);
+      // one whole copy (the decoded argument) and change; a second is 2
+      t.cmp(ratio, '<', 1.5, `${rss}: under 1.5 (one copy, never two)`);
     }
     const sum = await srv.tool('run_command', { command: 'sha256sum < /workspace/big.txt; stat -c %s /workspace/big.txt' });
     t.is(sum.stdout, `${sha(content)}  -\n${bytes}\n`, `runner=${runner}: the file in the sandbox has the same sha256 and size`);

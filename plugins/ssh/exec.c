@@ -6,7 +6,10 @@
  *
  * The remote line (quote.c) prints "<nonce> <pgid>" before exec'ing the
  * command; bytes before that line (a chatty .bashrc) are dropped, the line
- * itself is stripped.  A timeout or a cancellation kills the whole process
+ * itself is stripped.  The wrapper waits for the command and ends both
+ * streams with "\n<nonce> end <status>\n" (stripped too): the command is
+ * over when both came, even while a background job it left keeps the
+ * channel open (the job is the sandbox's, killed with it).  A timeout or a cancellation kills the whole process
  * group from a second channel (TERM, then KILL for what ignores it), drains
  * for a grace period and returns the partial output.
  */

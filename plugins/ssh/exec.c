@@ -4,14 +4,15 @@
  * and stderr drained together so neither can stall the other behind the
  * channel's shared window, output capped per stream while still drained.
  *
- * The remote line (quote.c) prints "<nonce> <pgid>" before exec'ing the
+ * The remote line (quote.c) prints "<nonce> <pgid>" before it runs the
  * command; bytes before that line (a chatty .bashrc) are dropped, the line
  * itself is stripped.  The wrapper waits for the command and ends both
  * streams with "\n<nonce> end <status>\n" (stripped too): the command is
  * over when both came, even while a background job it left keeps the
- * channel open (the job is the sandbox's, killed with it).  A timeout or a cancellation kills the whole process
- * group from a second channel (TERM, then KILL for what ignores it), drains
- * for a grace period and returns the partial output.
+ * channel open (the job is the sandbox's, killed with it).  A timeout or a
+ * cancellation kills the whole process group from a second channel (TERM,
+ * then KILL for what ignores it), drains for a grace period and returns the
+ * partial output.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

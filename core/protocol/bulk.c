@@ -291,18 +291,24 @@ static int decode(const char *start, const char *end, struct sg_bulk *b)
 	size_t n = 0, since = 0;
 
 	while (p < e) {
-		const unsigned char *run = p;
+		/* A plain run stops every RELEASE_EVERY bytes too: content
+		 * without escapes is one run, and its pages must go as it is
+		 * copied, not after (the message and the copy would be two
+		 * whole copies at the peak). */
+		const unsigned char *run = p, *stop = e - p > RELEASE_EVERY ? p + RELEASE_EVERY : e;
 		size_t k;
 		int w;
 
-		while (p < e && *p >= 0x20 && *p < 0x80 && *p != '\\' && *p != '"')
+		while (p < stop && *p >= 0x20 && *p < 0x80 && *p != '\\' && *p != '"')
 			p++;
 		memcpy(out + n, run, (size_t)(p - run));
 		n += (size_t)(p - run);
 		since += (size_t)(p - run);
 		if (p == e)
 			break;
-		if (*p == '\\') {
+		if (p == stop) {
+			/* only the release below */
+		} else if (*p == '\\') {
 			p++;
 			if ((w = escape(&p, e, out + n)) < 0)
 				goto bad;

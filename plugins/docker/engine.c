@@ -609,12 +609,50 @@ void docker_reply_free(struct docker_engine *e, struct docker_reply *rp)
 	docker_reply_init(rp);
 }
 
+/* Where the read callback is in a body given in pieces. */
+struct docker_pieces_at {
+	const struct docker_piece *p;
+	size_t n, i, off;
+};
+
+static size_t docker_on_read(char *buf, size_t size, size_t n, void *ud)
+{
+	struct docker_pieces_at *at = ud;
+	size_t room = size * n, put = 0;
+
+	while (room > 0 && at->i < at->n) {
+		size_t left = at->p[at->i].len - at->off, k = left < room ? left : room;
+
+		memcpy(buf + put, (const char *)at->p[at->i].data + at->off, k);
+		put += k;
+		room -= k;
+		at->off += k;
+		if (at->off == at->p[at->i].len) {
+			at->i++;
+			at->off = 0;
+		}
+	}
+	return put;
+}
+
+/* curl rewinds a body it sends again (a reused connection that had closed). */
+static int docker_on_seek(void *ud, curl_off_t offset, int origin)
+{
+	struct docker_pieces_at *at = ud;
+
+	if (origin != SEEK_SET || offset != 0)
+		return CURL_SEEKFUNC_CANTSEEK;
+	at->i = at->off = 0;
+	return CURL_SEEKFUNC_OK;
+}
+
 /* Performs rq against the full path `vpath` (already versioned). */
 static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 			  const char *vpath, struct docker_reply *rp,
 			  struct sg_err *err)
 {
 	struct docker_xfer x = { .e = e, .rp = rp, .rq = rq };
+	struct docker_pieces_at at = { .p = rq->pieces, .n = rq->npieces };
 	struct curl_slist *hdrs = NULL, *tmp;
 	char url[4096], ctype[128], detail[CURL_ERROR_SIZE] = "";
 	CURLcode cc;
@@ -664,7 +702,18 @@ static int docker_perform(struct docker_engine *e, const struct docker_http *rq,
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(rq->method, "GET") != 0) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
-		if (rq->body || strcmp(rq->method, "POST") == 0) {
+		if (rq->pieces) {
+			curl_off_t total = 0;
+
+			for (size_t i = 0; i < rq->npieces; i++)
+				total += (curl_off_t)rq->pieces[i].len;
+			curl_easy_setopt(h, CURLOPT_POST, 1L);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, total);
+			curl_easy_setopt(h, CURLOPT_READFUNCTION, docker_on_read);
+			curl_easy_setopt(h, CURLOPT_READDATA, &at);
+			curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, docker_on_seek);
+			curl_easy_setopt(h, CURLOPT_SEEKDATA, &at);
+		} else if (rq->body || strcmp(rq->method, "POST") == 0) {
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 					 (curl_off_t)(rq->body ? rq->body_len : 0));
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");

@@ -25,12 +25,22 @@
 struct docker_engine;
 
 /* One API request.  All pointers borrowed for the call. */
+/* One piece of a request body. */
+struct docker_piece {
+	const void *data;
+	size_t len;
+};
+
 struct docker_http {
 	const char *method;       /* "GET", "POST", "PUT", "DELETE", "HEAD" */
 	const char *path;         /* after the version prefix, with its query:
 				     "/containers/json?all=1" */
 	const void *body;         /* request body, or NULL */
 	size_t body_len;
+	/* Or the body in pieces sent one after the other, never joined (a
+	 * large upload is not copied); borrowed for the call. */
+	const struct docker_piece *pieces;
+	size_t npieces;
 	const char *content_type; /* of body, or NULL */
 	size_t max_body;          /* cut the response body past this; 0: 16 MiB */
 	unsigned timeout_ms;      /* this request's limit; 0: [docker] api_timeout */

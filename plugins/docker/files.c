@@ -472,13 +472,12 @@ static int docker_temp_name(struct docker_ctx *ctx, char *out, size_t size,
 	return 0;
 }
 
-/* PUTs the tar into dir.  Returns 0, 1 when dir does not exist, -1 on error. */
+/* PUTs the tar (head, content, tail: never joined) into dir.  Returns 0, 1 when dir does not exist, -1 on error. */
 static int docker_put(struct docker_ctx *ctx, const struct sg_machine *m,
-		      const char *dir, const struct sg_buf *tar, struct sg_err *err)
+		      const char *dir, const struct docker_piece tar[3], struct sg_err *err)
 {
 	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
-	struct docker_http rq = { .method = "PUT", .path = url, .body = tar->data,
-				  .body_len = tar->len,
+	struct docker_http rq = { .method = "PUT", .path = url, .pieces = tar, .npieces = 3,
 				  .content_type = "application/x-tar" };
 	struct docker_reply rp;
 	json_t *j = NULL;
@@ -519,7 +518,7 @@ out:
 /* Uploads the tar into dir, creating dir (mkdir -p, as the container's user)
  * when it is missing and mkdir is allowed. */
 static int docker_upload(struct docker_ctx *ctx, const struct sg_machine *m,
-			 const char *dir, const struct sg_buf *tar, bool mkdir,
+			 const char *dir, const struct docker_piece tar[3], bool mkdir,
 			 struct sg_call *call, struct sg_err *err)
 {
 	const char *args[] = { dir, NULL };
@@ -651,7 +650,8 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	char abs[DOCKER_PATH_MAX], real[DOCKER_PATH_MAX], dir[DOCKER_PATH_MAX], tmp[256];
 	char tmp_path[DOCKER_PATH_MAX + 256];
-	struct sg_buf tar = { 0 };
+	struct docker_tar_frame fr;
+	struct docker_piece tar[3];
 	struct docker_pstat ps;
 	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
 	const char *base;
@@ -681,9 +681,14 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 	if (docker_temp_name(ctx, tmp, sizeof(tmp), err) < 0)
 		return -1;
 	snprintf(tmp_path, sizeof(tmp_path), "%s/%s", strcmp(dir, "/") ? dir : "", tmp);
-	if (docker_tar_pack_file(ctx->host, tmp, data, len, mode, &tar, err) < 0)
+	/* The content goes to the engine from the caller's buffer: a tar
+	 * built in memory would be a second whole copy of it. */
+	if (docker_tar_frame_file(ctx->host, tmp, len, mode, &fr, err) < 0)
 		goto out;
-	if (docker_upload(ctx, m, dir, &tar, !(opts && opts->no_mkdir), call, err) < 0) {
+	tar[0] = (struct docker_piece){ fr.head, sizeof(fr.head) };
+	tar[1] = (struct docker_piece){ data, len };
+	tar[2] = (struct docker_piece){ fr.tail, fr.tail_len };
+	if (docker_upload(ctx, m, dir, tar, !(opts && opts->no_mkdir), call, err) < 0) {
 		/* The engine may have written part of the temp before it failed
 		 * (a full disk) or before its answer was lost. */
 		if (err && err->code != SG_E_NOTFOUND && err->code != SG_E_INVAL &&
@@ -695,7 +700,6 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 		goto out;
 	rc = 0;
 out:
-	ctx->host->buf_release(&tar);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #include "plugins/docker/tar.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -195,4 +196,40 @@ out:
 		ent->link = NULL;
 	}
 	return rc;
+}
+
+int docker_tar_frame_file(const struct sg_host_api *host, const char *name, size_t len,
+			  unsigned mode, struct docker_tar_frame *fr, struct sg_err *err)
+{
+	size_t nlen = strlen(name), pad = (512 - len % 512) % 512;
+	unsigned sum = 0;
+	char *h = fr->head;
+
+	if (nlen == 0 || nlen >= 100 || name[0] == '/')
+		return host->errf(err, SG_E_INVAL, "docker: archive entry name '%s' does not fit "
+				  "a ustar header", name);
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			return host->errf(err, SG_E_INVAL, "docker: archive entry name '%s' is not "
+					  "ASCII", name);
+	if ((unsigned long long)len > 077777777777ULL)
+		return host->errf(err, SG_E_TOOBIG, "docker: %zu bytes do not fit one archive "
+				  "entry (8 GiB)", len);
+	memset(fr, 0, sizeof(*fr));
+	memcpy(h, name, nlen);
+	snprintf(h + 100, 8, "%07o", mode & 07777);
+	snprintf(h + 108, 8, "%07o", 0);
+	snprintf(h + 116, 8, "%07o", 0);
+	snprintf(h + 124, 12, "%011llo", (unsigned long long)len);
+	snprintf(h + 136, 12, "%011llo", (unsigned long long)time(NULL) & 077777777777ULL);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	for (size_t i = 0; i < 512; i++)
+		sum += (unsigned char)h[i];
+	snprintf(h + 148, 8, "%06o", sum & 0777777);
+	h[155] = ' ';
+	fr->tail_len = pad + 1024;
+	return 0;
 }

@@ -25,6 +25,21 @@ int docker_tar_pack_file(const struct sg_host_api *host, const char *name,
 			 const void *data, size_t len, unsigned mode,
 			 struct sg_buf *out, struct sg_err *err);
 
+/* The bytes around a one-file archive that is sent in pieces, the
+ * content never copied: head (one ustar block), then the content, then
+ * tail[0..tail_len) (padding to the block and the two end blocks). */
+struct docker_tar_frame {
+	char head[512];
+	char tail[512 + 1024];
+	size_t tail_len;
+};
+
+/* Fills *fr for a regular file `name` (ASCII, under 100 bytes, no leading
+ * '/') of len bytes with permission bits `mode`.  Returns 0, or -1 with err
+ * (SG_E_INVAL: a name that does not fit; SG_E_TOOBIG: 8 GiB or more). */
+int docker_tar_frame_file(const struct sg_host_api *host, const char *name, size_t len,
+			  unsigned mode, struct docker_tar_frame *fr, struct sg_err *err);
+
 /* What the first entry of an archive was. */
 struct docker_tar_entry {
 	int kind;       /* enum docker_tar_kind */

@@ -37,6 +37,8 @@
 
 #define RNC_GRACE_MS      1000  /* TERM -> KILL, as the runner counts it */
 #define RNC_SLACK_MS      5000  /* beyond timeout + grace: the runner is stuck */
+#define RNC_ANSWER_MS     700   /* beyond a command's timeout: the caller is answered
+				   (timed out) while the runner ends the group */
 #define RNC_CLOSE_WAIT_MS 1000  /* a stream's process may end by itself */
 
 /* How one kind of place starts and treats its runner.  Static data of the

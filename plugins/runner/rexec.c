@@ -139,15 +139,18 @@ static void rnc_on_data(int chan, const void *p, size_t n, void *ud)
 
 /* Waits for the end of q (timeout_ms 0: none), killing it on cancellation.
  * Returns the final state; *cancelled says whether the call was cancelled.
- * A runner that does not report the end in time is RN_REQ_FAILED with why. */
+ * A runner that does not report the end in time is RN_REQ_FAILED with why.
+ * RN_REQ_RUNNING: the command's timeout passed by RNC_ANSWER_MS and the
+ * runner has not said it ended (a process deaf to TERM, a runner or a
+ * transport that froze): the caller is answered now, the runner ends the
+ * group on its own (TERM, then KILL) after the reply. */
 static enum rn_req_state rnc_wait(const struct sg_host_api *host, struct rn_req *q,
 				  unsigned timeout_ms, const struct sg_call *call,
 				  struct rnc_sink *sink, struct rn_exit *ex, char *why,
 				  size_t size, bool *cancelled)
 {
 	int cfd = call ? host->cancel_fd(call) : -1, w;
-	int64_t deadline = timeout_ms ? rnc_now_ms() + timeout_ms + RNC_GRACE_MS +
-			   RNC_SLACK_MS : -1;
+	int64_t deadline = timeout_ms ? rnc_now_ms() + timeout_ms + RNC_ANSWER_MS : -1;
 	enum rn_req_state st;
 	bool killed = false;
 
@@ -163,6 +166,8 @@ static enum rn_req_state rnc_wait(const struct sg_host_api *host, struct rn_req 
 			deadline = rnc_now_ms() + RNC_GRACE_MS + RNC_SLACK_MS;
 			cfd = -1; /* stays readable: stop watching it */
 		}
+		if (!killed && deadline >= 0 && rnc_now_ms() >= deadline)
+			return RN_REQ_RUNNING;
 		if (deadline >= 0 && rnc_now_ms() >= deadline) {
 			snprintf(why, size, "the runner did not report the end of the "
 				 "command in time");
@@ -239,7 +244,20 @@ static int rnc_run(struct rnc_site *s, struct rn_conn *rc, const struct rnc_cmd 
 	if (rc_ > 0)
 		return rnc_unfit(s, why, err);
 	st = rnc_wait(host, q, c->timeout_ms, call, &sink, &ex, why, sizeof(why), &cancelled);
-	if (st == RN_REQ_FAILED && !rn_req_started(q, NULL, &pgid)) {
+	if (st == RN_REQ_RUNNING) {
+		/* Asks once more (the runner's own timer has fired already);
+		 * the EXIT, when it comes, goes to a request nobody holds. */
+		rn_req_kill(q, 0);
+		if (!rn_req_started(q, NULL, NULL))
+			rc_ = host->errf(err, SG_E_TIMEOUT, "%s: the runner %s did not start the "
+					 "command within its timeout of %u ms", s->ops->tag,
+					 s->where, c->timeout_ms);
+		else if (sink.oom)
+			rc_ = host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+		else
+			rc_ = 0;
+		res->timed_out = rc_ == 0;
+	} else if (st == RN_REQ_FAILED && !rn_req_started(q, NULL, &pgid)) {
 		rn_req_kill(q, 0);
 		rc_ = host->errf(err, cancelled ? SG_E_CANCELLED : RNC_E_RETRY, "%s: %s", s->ops->tag,
 				 why);

@@ -4,11 +4,15 @@
  * and stderr drained together so neither can stall the other behind the
  * channel's shared window, output capped per stream while still drained.
  *
- * The remote line (quote.c) prints "<nonce> <pgid>" before exec'ing the
+ * The remote line (quote.c) prints "<nonce> <pgid>" before it runs the
  * command; bytes before that line (a chatty .bashrc) are dropped, the line
- * itself is stripped.  A timeout or a cancellation kills the whole process
- * group from a second channel (TERM, then KILL for what ignores it), drains
- * for a grace period and returns the partial output.
+ * itself is stripped.  The wrapper waits for the command and ends both
+ * streams with "\n<nonce> end <status>\n" (stripped too): the command is
+ * over when both came, even while a background job it left keeps the
+ * channel open (the job is the sandbox's, killed with it).  A timeout or a
+ * cancellation kills the whole process group from a second channel (TERM,
+ * then KILL for what ignores it), drains for a grace period and returns the
+ * partial output.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -35,6 +39,16 @@ static const char ssh_kill_script[] =
 	"while [ $i -lt 10 ] && kill -0 -\"$1\" 2>/dev/null; do sleep 0.1; i=$((i+1)); done; "
 	"kill -KILL -\"$1\" 2>/dev/null; exit 0";
 
+/* The end marker on one stream: "\n<nonce> end " matched byte by byte (its
+ * bytes held back until it matches or fails), then the status digits and a
+ * newline.  Once done, the rest of the stream is a background job's. */
+struct ssh_tail {
+	size_t m;             /* bytes of the pattern matched */
+	char digits[8];
+	size_t nd;
+	int phase;            /* 0 looking, 1 reading the status, 2 done */
+};
+
 /* State of one command while its output is read. */
 struct ssh_exec_state {
 	const struct sg_host_api *host;
@@ -49,6 +63,9 @@ struct ssh_exec_state {
 	long pgid;            /* 0 until known */
 	bool nocwd;           /* the wrapper could not cd */
 	bool oom;
+	char endpat[80];      /* "\n<nonce> end " */
+	size_t endpat_len;
+	struct ssh_tail tail[2]; /* stdout, stderr */
 };
 
 /* ---- the output sink ------------------------------------------------------------- */
@@ -122,12 +139,79 @@ static size_t ssh_eat_marker(struct ssh_exec_state *st, const char *p, size_t n)
 	return n;
 }
 
+/* Gives back what a failed match held. */
+static void ssh_tail_release(struct ssh_exec_state *st, struct ssh_tail *t, struct sg_buf *b,
+			     bool *trunc)
+{
+	ssh_keep(st, b, trunc, st->endpat, t->m);
+	ssh_keep(st, b, trunc, t->digits, t->nd);
+	t->m = t->nd = 0;
+	t->phase = 0;
+}
+
+/* Keeps p[0..n) minus the end marker (see struct ssh_tail). */
+static void ssh_tail_feed(struct ssh_exec_state *st, struct ssh_tail *t, struct sg_buf *b,
+			  bool *trunc, const char *p, size_t n)
+{
+	size_t run = 0; /* start of the plain bytes not yet kept */
+
+	if (!st->endpat_len) {
+		ssh_keep(st, b, trunc, p, n);
+		return;
+	}
+	for (size_t i = 0; i < n && t->phase < 2; i++) {
+		char c = p[i];
+
+		if (t->phase == 1 && c >= '0' && c <= '9' && t->nd < sizeof(t->digits)) {
+			t->digits[t->nd++] = c;
+		} else if (t->phase == 1 && c == '\n' && t->nd > 0) {
+			t->phase = 2;
+		} else if (t->phase == 0 && c == st->endpat[t->m]) {
+			if (t->m == 0)
+				ssh_keep(st, b, trunc, p + run, i - run);
+			if (++t->m == st->endpat_len)
+				t->phase = 1;
+		} else if (t->m > 0) {
+			ssh_tail_release(st, t, b, trunc);
+			if (c == st->endpat[0]) {
+				t->m = 1;
+			} else {
+				run = i;
+				continue;
+			}
+		} else {
+			continue;
+		}
+		run = i + 1;
+	}
+	if (t->phase < 2 && t->m == 0 && run < n)
+		ssh_keep(st, b, trunc, p + run, n - run);
+}
+
+/* The status the marker gave: a shell says 128+N for a command killed by
+ * signal N, and so does the wrapper's $?. */
+static bool ssh_tail_status(const struct ssh_exec_state *st, struct sg_exec_result *res)
+{
+	const struct ssh_tail *t = st->tail[0].phase == 2 ? &st->tail[0] : &st->tail[1];
+	char num[sizeof(t->digits) + 1];
+	long v;
+
+	if (t->phase != 2)
+		return false;
+	memcpy(num, t->digits, t->nd);
+	num[t->nd] = '\0';
+	v = strtol(num, NULL, 10);
+	res->signal = v > 128 && v <= 128 + 64 ? (int)(v - 128) : 0;
+	res->exit_code = res->signal ? -1 : (int)v;
+	return true;
+}
+
 static void ssh_sink(struct ssh_exec_state *st, int stream, const char *p, size_t n)
 {
 	struct sg_exec_result *res = st->res;
 
 	if (stream == SSH_EXTENDED_DATA_STDERR) {
-		ssh_keep(st, &res->err, &res->err_truncated, p, n);
+		ssh_tail_feed(st, &st->tail[1], &res->err, &res->err_truncated, p, n);
 		return;
 	}
 	if (st->want_marker) {
@@ -136,7 +220,7 @@ static void ssh_sink(struct ssh_exec_state *st, int stream, const char *p, size_
 		p += used;
 		n -= used;
 	}
-	ssh_keep(st, &res->out, &res->out_truncated, p, n);
+	ssh_tail_feed(st, &st->tail[0], &res->out, &res->out_truncated, p, n);
 }
 
 /* ---- reading ----------------------------------------------------------------------- */
@@ -301,7 +385,8 @@ int ssh_exec_start(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *
 {
 	const struct sg_host_api *host = p->ctx->host;
 	struct ssh_cmdspec spec = { .command = r->command, .argv = r->argv, .cwd = r->cwd,
-				    .nonce = p->ctx->nonce, .merge_stderr = merge };
+				    .nonce = p->ctx->nonce, .merge_stderr = merge,
+				    .end_mark = r->end_mark };
 	const char **prefix = NULL;
 	struct sg_buf line = { 0 };
 	int rc;
@@ -348,7 +433,17 @@ fail:
 struct ssh_pump {
 	enum ssh_stop stop;   /* SSH_GO, or why we killed it */
 	bool closed;          /* the server closed the channel: the status is known */
+	bool ended;           /* both end markers came, the channel stays open */
 };
+
+/* A stream that ended without its end marker gives back what it held. */
+static void ssh_tail_eof(struct ssh_exec_state *st, bool out_eof, bool err_eof)
+{
+	if (out_eof && st->tail[0].phase < 2 && st->tail[0].m)
+		ssh_tail_release(st, &st->tail[0], &st->res->out, &st->res->out_truncated);
+	if (err_eof && st->tail[1].phase < 2 && st->tail[1].m)
+		ssh_tail_release(st, &st->tail[1], &st->res->err, &st->res->err_truncated);
+}
 
 static bool ssh_cancelled(struct ssh_pool *p, const struct sg_call *call)
 {
@@ -377,9 +472,18 @@ static int ssh_pump(struct ssh_pool *p, struct ssh_op *op, LIBSSH2_CHANNEL *ch,
 			goto dropped;
 		out_eof = a == SSH_DRAIN_EOF;
 		err_eof = b == SSH_DRAIN_EOF;
+		ssh_tail_eof(st, out_eof, err_eof);
 		if (st->oom) {
 			p->ctx->host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 			goto out;
+		}
+		if (!pm->stop && (out_eof || st->tail[0].phase == 2) &&
+		    (err_eof || st->tail[1].phase == 2) &&
+		    (st->tail[0].phase == 2 || st->tail[1].phase == 2) && !(out_eof && err_eof)) {
+			/* The command ended; a background job holds the pipes.
+			 * It is the sandbox's: killed with it (ssh_machine_kill). */
+			pm->ended = true;
+			break;
 		}
 		if (out_eof && err_eof) {
 			rc = libssh2_channel_wait_closed(ch);
@@ -497,14 +601,24 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 	char line[200];
 	int ret = -1;
 
+	struct ssh_run rr = *r;
+
 	res->exit_code = -1;
 	res->signal = 0;
-	if (ssh_exec_start(p, &op, call, start, r, false, true, &c, &ch, err) < 0)
+	rr.end_mark = true;
+	st.endpat_len = (size_t)snprintf(st.endpat, sizeof(st.endpat), "\n%s end ", st.nonce);
+	if (st.endpat_len >= sizeof(st.endpat))
+		return host->errf(err, SG_E_INTERNAL, "ssh: the nonce is too long");
+	if (ssh_exec_start(p, &op, call, start, &rr, false, true, &c, &ch, err) < 0)
 		return -1;
 	if (ssh_pump(p, &op, ch, r, call, &st, &pm, err) < 0)
 		goto out;
-	if (pm.closed)
-		ssh_status(&op, ch, res);
+	/* The marker's status, when it came, is the command's; the channel's
+	 * is the wrapper's (the same, or its death by our kill). */
+	if (pm.stop || !ssh_tail_status(&st, res)) {
+		if (pm.closed)
+			ssh_status(&op, ch, res);
+	}
 	if (st.want_marker && st.noise.len) {
 		/* No marker: the wrapper never ran (no /bin/sh, a login shell
 		 * that refuses).  What it printed is the only clue. */

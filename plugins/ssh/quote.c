@@ -32,6 +32,14 @@ static const char ssh_wrap_cmd[] = SSH_WRAP_HEAD "exec /bin/sh -c \"$3\"";
 static const char ssh_wrap_argv[] = SSH_WRAP_HEAD "shift 2; exec \"$@\"";
 static const char ssh_wrap_cmd_merged[] = "exec 2>&1; " SSH_WRAP_HEAD "exec /bin/sh -c \"$3\"";
 static const char ssh_wrap_argv_merged[] = "exec 2>&1; " SSH_WRAP_HEAD "shift 2; exec \"$@\"";
+/* One-shot commands do not exec: the wrapper waits for the command and
+ * prints "\n<nonce> end <status>\n" on both streams, so the reader knows
+ * the command ended even while a background job it left holds the
+ * channel's pipes open (sshd closes the channel only when they close). */
+#define SSH_WRAP_END \
+	"; s=$?; printf '\\n%s end %d\\n' \"$n\" $s; printf '\\n%s end %d\\n' \"$n\" $s >&2; exit $s"
+static const char ssh_wrap_cmd_end[] = SSH_WRAP_HEAD "n=$1; /bin/sh -c \"$3\"" SSH_WRAP_END;
+static const char ssh_wrap_argv_end[] = SSH_WRAP_HEAD "n=$1; shift 2; \"$@\"" SSH_WRAP_END;
 
 int ssh_quote(const struct sg_host_api *host, struct sg_buf *b, const char *s)
 {
@@ -82,6 +90,9 @@ int ssh_cmdline(const struct sg_host_api *host, const struct ssh_cmdspec *spec,
 {
 	const char *wrap = spec->command ? (spec->merge_stderr ? ssh_wrap_cmd_merged : ssh_wrap_cmd)
 					 : (spec->merge_stderr ? ssh_wrap_argv_merged : ssh_wrap_argv);
+
+	if (spec->end_mark && !spec->merge_stderr)
+		wrap = spec->command ? ssh_wrap_cmd_end : ssh_wrap_argv_end;
 
 	if (ssh_word(host, b, "exec") < 0)
 		return -1;

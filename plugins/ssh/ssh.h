@@ -374,6 +374,7 @@ struct ssh_cmdspec {
 	const char *const *env_prefix;    /* "K=V" passed through env(1), or NULL */
 	const char *nonce;                /* the wrapper's marker */
 	bool merge_stderr;                /* streams: 2>&1 */
+	bool end_mark;                    /* one-shot: wait, print "<nonce> end <status>" */
 };
 
 /* Builds `[exec env 'K=V'...] exec /bin/sh -c '<wrapper>' sg '<nonce>'
@@ -397,6 +398,7 @@ struct ssh_run {
 	bool group;                       /* kill the process group on timeout/cancel */
 	unsigned start_ms;                /* limit to open the channel and start; 0: the
 					     connect timeout + 30 s */
+	bool end_mark;                    /* set by ssh_run: the wrapper's end marker */
 };
 
 /* Runs r on the pool and fills res.  Returns 0 when the command ran (any

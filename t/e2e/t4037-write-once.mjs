@@ -2,8 +2,7 @@
 // over stdio, its JSON full of escapes, lands byte for byte in the sandbox
 // with the server's peak RSS under twice the content above idle (it was
 // several copies: 218 MB).  Measured on local.so, whose write streams the
-// bytes to the runner: docker.so packs a tar of the content first, one more
-// whole copy of its own.  The row of each large write holds the content's
+// bytes to the runner (docker.so's two paths: t5010).  The row of each large write holds the content's
 // keyed hash and length, made from the decoded bytes; sandbox_file_write
 // takes the same path, and so does an HTTP body.  And results never hold a secret the caller passed:
 // a value under a key that names one (envs SG_API_KEY, MY_TOKEN) is

@@ -1,8 +1,7 @@
 // SSH sandboxes without a jail ([ssh] isolation = none) leave no process on
 // the host: a background job of run_command, one that moved to another
 // directory and one in its own session are killed with kill_sandbox, in both
-// runner modes.  (With [ssh] runner = false a command still waits for a
-// background job that holds its output: the jobs here let go of it.)
+// runner modes.  (Jobs that hold the output: t7020.)
 import { t, preflight, sdkClient, waitFor, resultData } from '../lib/sg.mjs';
 import { startSshd, sshArgs, sshEnv, sshPreflight, sh } from '../ssh/sshd.mjs';
 

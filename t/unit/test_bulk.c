@@ -116,6 +116,19 @@ static void test_decoded_as_jansson(void **state)
 			   ",\"encoding\":\"utf-8\"", true));
 	/* a literal ending in an escaped backslash, then more members */
 	sg_bulk_free(agree("x\\\\", ",\"z\":[1,{\"a\":\"}\"}]", true));
+	/* plain runs longer than a release step (decoded in steps), with
+	 * escapes and UTF-8 on and around the steps' edges */
+	{
+		size_t n = 3 * 1024 * 1024 + 5;
+		char *big = sg_xmalloc(n + 32);
+
+		memset(big, 'a', n);
+		memcpy(big + 1024 * 1024 - 1, "\\n", 2);
+		memcpy(big + 2 * 1024 * 1024, "\xc3\xa9", 2);
+		strcpy(big + n, "\\u20acz");
+		sg_bulk_free(agree(big, "", true));
+		free(big);
+	}
 }
 
 static void test_refused_as_jansson(void **state)

@@ -3,7 +3,8 @@
  * per-machine handle, and the slot functions each file implements.
  *
  *   docker.c   descriptor, init/fini, configuration, templates
- *   engine.c   HTTP to the Engine API (see engine.h)
+ *   engine.c   HTTP to the Engine API (see engine.h); engine_endpoint.c
+ *              where the engine is: host parsing, TLS files, the ssh relay
  *   machine.c  create, attach, destroy, release, list
  *   exec.c     one-shot commands: process groups, timeouts, cancellation
  *   stream.c   interactive streams (attached exec with stdin open)

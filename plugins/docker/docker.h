@@ -386,10 +386,9 @@ int docker_wh_local_root(struct docker_ctx *ctx, struct sg_err *err);
 
 /* ---- workhome.c: work_home on the engine's host -------------------------------- */
 
-/* Whether work_home is reached through the engine (1: a tcp:// or ssh://
- * engine, or a unix:// one that does not see sandgate's view of it) or on
- * this filesystem (0).  Decided at the first call (on unix://, one helper
- * container) and kept.  -1 with err when the engine cannot be asked. */
+/* Whether work_home is reached through the engine (1: the engine does not
+ * see sandgate's view of it) or on this filesystem (0).  Decided at the
+ * first call (one helper container looks for a marker file) and kept.  -1 with err when the engine cannot be asked. */
 int docker_wh_remote(struct docker_ctx *ctx, struct sg_err *err);
 /* Through a helper container: walks each work_home-relative path of rels[n]
  * one component at a time, creating missing ones when `create`; a link,

@@ -84,10 +84,6 @@ struct docker_engine *docker_engine_new(const struct sg_host_api *host,
 					struct sg_err *err);
 void docker_engine_free(struct docker_engine *e);
 
-/* True for a unix:// engine (its host may be this one), false for tcp://
- * and ssh://. */
-bool docker_engine_is_unix(const struct docker_engine *e);
-
 /* The endpoint, for messages: the socket path, tcp://H:P or ssh://U@H:P. */
 const char *docker_engine_socket(const struct docker_engine *e);
 

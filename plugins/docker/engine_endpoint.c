@@ -240,8 +240,3 @@ void docker_transport_opts(struct docker_engine *e, CURL *h)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
 	}
 }
-
-bool docker_engine_is_unix(const struct docker_engine *e)
-{
-	return e->kind == DOCKER_UNIX;
-}

@@ -9,10 +9,14 @@
  * local walk (mounts.c): one component at a time, "." and ".." refused, a
  * symbolic link refused, never followed.
  *
- * Which way is decided once per process: tcp:// and ssh:// always go through
- * the engine; on unix:// sandgate writes a marker file into its own view of
- * work_home and a helper looks for it: seen means the two views are one and
- * the local walk is used (no helper per call).
+ * Which way is decided once per process, at the first need, whatever the
+ * engine's address: sandgate writes a marker file into its own view of
+ * work_home and a helper looks for it.  Seen means the two views are one (a
+ * local engine, or tcp:// or ssh:// to this host) and the local walk is used
+ * with no helper per call; not seen, or work_home not makeable here, means
+ * every later make, check and purge goes through a helper.  The scheme alone
+ * cannot tell: ssh://localhost shares the directory, a unix socket forwarded
+ * from another host or a mount namespace does not.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -158,7 +162,7 @@ done:
 	return rc;
 }
 
-/* unix://: does the engine see the work_home we see?  1 no, 0 yes, -1 err. */
+/* Does the engine see the work_home we see?  1 no, 0 yes, -1 err. */
 static int wh_probe(struct docker_ctx *ctx, struct sg_err *err)
 {
 	char name[96], path[DOCKER_PATH_MAX + 96];
@@ -196,7 +200,7 @@ int docker_wh_remote(struct docker_ctx *ctx, struct sg_err *err)
 	pthread_mutex_lock(&ctx->wh_lock);
 	r = ctx->wh_remote;
 	if (r < 0) {
-		r = docker_engine_is_unix(ctx->engine) ? wh_probe(ctx, err) : 1;
+		r = wh_probe(ctx, err);
 		ctx->wh_remote = r;
 		if (r >= 0)
 			ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "[storage] work_home %s: %s",

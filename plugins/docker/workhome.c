@@ -10,8 +10,10 @@
  * symbolic link refused, never followed.
  *
  * Which way is decided once per process, at the first need, whatever the
- * engine's address: sandgate writes a marker file into its own view of
- * work_home and a helper looks for it.  Seen means the two views are one (a
+ * engine's address: on a unix socket whose daemon's root sandgate may look
+ * into (/proc/PID/root, PID from the socket's peer credentials), work_home
+ * there is compared with ours; otherwise sandgate writes a marker file into
+ * its own view of work_home and a helper looks for it.  Seen means the two views are one (a
  * local engine, or tcp:// or ssh:// to this host) and the local walk is used
  * with no helper per call; not seen, or work_home not makeable here, means
  * every later make, check and purge goes through a helper.  The scheme alone
@@ -29,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,6 +166,38 @@ done:
 	return rc;
 }
 
+/* A unix:// engine on this kernel whose root we may look into: the
+ * daemon's pid from the socket's peer credentials, then work_home in its
+ * root (/proc/PID/root) against ours.  True when they are one directory,
+ * with no helper; false when it cannot tell (another user's daemon, a
+ * forwarded socket, tcp:// or ssh://). */
+static bool wh_same_dir(struct docker_ctx *ctx)
+{
+	const char *sock = docker_engine_socket(ctx->engine);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char there[DOCKER_PATH_MAX + 32];
+	struct stat a, b;
+	int fd;
+	bool same = false;
+
+	if (sock[0] != '/' || strlen(sock) >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0) {
+		snprintf(there, sizeof(there), "/proc/%ld/root%s", (long)cr.pid, ctx->work_home);
+		same = stat(there, &a) == 0 && stat(ctx->work_home, &b) == 0 &&
+		       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	}
+	close(fd);
+	return same;
+}
+
 /* Does the engine see the work_home we see?  1 no, 0 yes, -1 err. */
 static int wh_probe(struct docker_ctx *ctx, struct sg_err *err)
 {
@@ -176,6 +212,8 @@ static int wh_probe(struct docker_ctx *ctx, struct sg_err *err)
 			       local.msg);
 		return 1;
 	}
+	if (wh_same_dir(ctx))
+		return 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(name, sizeof(name), ".sandgate-seen-%ld-%ld", (long)getpid(), (long)ts.tv_nsec);
 	snprintf(path, sizeof(path), "%s/%s", ctx->work_home, name);

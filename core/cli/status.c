@@ -284,6 +284,31 @@ static void print_entries(const json_t *es)
 	putchar('\n');
 }
 
+/* The probe's facts of a backend (its endpoint first when it says one),
+ * as the plugin named them: the core knows no backend's keys. */
+static void print_details(const json_t *d)
+{
+	const char *k;
+	const json_t *v;
+	int n = 0;
+
+	if (!json_is_object(d))
+		return;
+	if (json_is_string(json_object_get(d, "endpoint")))
+		n = printf("                     endpoint: %s", json_string_value(json_object_get(d, "endpoint")));
+	json_object_foreach((json_t *)d, k, v) {
+		if (!strcmp(k, "endpoint") || !(json_is_string(v) || json_is_integer(v)))
+			continue;
+		if (json_is_string(v))
+			n += printf("%s%s: %s", n ? ", " : "                     ", k, json_string_value(v));
+		else
+			n += printf("%s%s: %lld", n ? ", " : "                     ", k,
+				    (long long)json_integer_value(v));
+	}
+	if (n)
+		putchar('\n');
+}
+
 static void print_text(const json_t *st)
 {
 	const json_t *cfg = json_object_get(st, "config"), *v, *x;
@@ -335,10 +360,12 @@ static void print_text(const json_t *st)
 	json_array_foreach(json_object_get(v, "names"), i, x)
 		printf("%s %s", i ? "," : "", json_string_value(x));
 	putchar('\n');
-	json_array_foreach(json_object_get(st, "backends"), i, x)
+	json_array_foreach(json_object_get(st, "backends"), i, x) {
 		printf("%s %-8s usable: %s (%s)\n", i ? "           " : "backends:  ",
 		       json_string_value(json_object_get(x, "name")), tri(json_object_get(x, "usable")),
 		       json_string_value(json_object_get(x, "why")));
+		print_details(json_object_get(x, "details"));
+	}
 	v = json_object_get(st, "default_backend");
 	printf("default:    %s: %s (%s)\n", json_string_value(json_object_get(v, "name")) ?: "none",
 	       json_is_true(json_object_get(v, "ok")) ? "usable" : "not usable",

@@ -3,7 +3,8 @@
  * per-machine handle, and the slot functions each file implements.
  *
  *   docker.c   descriptor, init/fini, configuration, templates
- *   engine.c   HTTP to the Engine API (see engine.h)
+ *   engine.c   HTTP to the Engine API (see engine.h); engine_endpoint.c
+ *              where the engine is: host parsing, TLS files, the ssh relay
  *   machine.c  create, attach, destroy, release, list
  *   exec.c     one-shot commands: process groups, timeouts, cancellation
  *   stream.c   interactive streams (attached exec with stdin open)
@@ -18,6 +19,7 @@
  *   settings.c [docker] and [storage] keys of named machines; scopes, names
  *   options.c  docker_run's parameters (= machine_create's options)
  *   mounts.c   host directories beneath work_home, the bind mounts
+ *   workhome.c work_home on the engine's host, through helper containers
  *   network.c  the shared network: made on first use, gone with the last
  *   named.c    create or re-adopt a named container; the post-start check
  *   actions.c  the action table and what the handlers share
@@ -105,6 +107,9 @@ struct docker_ctx {
 	size_t build_context_max;        /* [docker] build_context_max */
 	struct docker_limits limits;     /* [docker] pids_limit, memory_mb, ... (limits.c) */
 	pthread_mutex_t net_lock;        /* one network change at a time (network.c) */
+	pthread_mutex_t wh_lock;         /* guards wh_remote (workhome.c) */
+	int wh_remote;                   /* work_home through the engine: 1, on this
+					    filesystem: 0, not decided yet: -1 */
 
 	struct docker_pool *pool;        /* the warm pool (pool.c), owned; NULL: none */
 
@@ -409,6 +414,27 @@ int docker_tree_remove(struct docker_ctx *ctx, const char *rel, struct sg_err *e
 int docker_dir_open(struct docker_ctx *ctx, const char *rel, struct sg_err *err);
 /* The work_home-relative directory of machine `name`'s workspace. */
 void docker_workspace_rel(const struct docker_scope *sc, const char *name, char *out, size_t size);
+
+/* mkdir -p of work_home on this filesystem and a look that it is a
+ * directory.  Returns 0 or -1 with err. */
+int docker_wh_local_root(struct docker_ctx *ctx, struct sg_err *err);
+
+/* ---- workhome.c: work_home on the engine's host -------------------------------- */
+
+/* Whether work_home is reached through the engine (1: the engine does not
+ * see sandgate's view of it) or on this filesystem (0).  Decided at the
+ * first call (one helper container looks for a marker file) and kept.  -1 with err when the engine cannot be asked. */
+int docker_wh_remote(struct docker_ctx *ctx, struct sg_err *err);
+/* Through a helper container: walks each work_home-relative path of rels[n]
+ * one component at a time, creating missing ones when `create`; a link,
+ * "." or ".." is refused (SG_E_PERM), a missing one is SG_E_NOTFOUND.
+ * Returns 0 or -1 with err. */
+int docker_wh_dirs(struct docker_ctx *ctx, const char *const *rels, size_t n, bool create,
+		   struct sg_err *err);
+/* Through a helper container: removes the tree at work_home-relative rel
+ * (its parents reached without a link).  Nothing there is success.
+ * Returns 0 or -1 with err. */
+int docker_wh_remove(struct docker_ctx *ctx, const char *rel, struct sg_err *err);
 
 /* ---- network.c ------------------------------------------------------------------- */
 

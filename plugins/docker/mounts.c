@@ -132,8 +132,28 @@ static int docker_walk(struct docker_ctx *ctx, const char *rel, bool create, str
 	return fd;
 }
 
+int docker_wh_local_root(struct docker_ctx *ctx, struct sg_err *err)
+{
+	int fd = docker_root_open(ctx, true, err);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 int docker_dir_open(struct docker_ctx *ctx, const char *rel, struct sg_err *err)
 {
+	int r = docker_wh_remote(ctx, err);
+
+	if (r < 0)
+		return -1;
+	if (r)
+		return ctx->host->errf(err, SG_E_NOTSUP, "[storage] work_home %s is on the docker "
+				       "engine's host, not seen by sandgate: reading a workspace "
+				       "from there (docker_build's context) is not supported yet; "
+				       "build where sandgate shares work_home with the engine",
+				       ctx->work_home);
 	return docker_walk(ctx, rel, false, err);
 }
 
@@ -185,6 +205,23 @@ static int docker_bind(json_t *mounts, const char *work_home, const char *rel, c
 						       "ReadOnly", ro));
 }
 
+/* Makes work_home/<ws> and, when not NULL, work_home/<self>: here, or
+ * through the engine when sandgate does not see work_home. */
+static int docker_mounts_dirs(struct docker_ctx *ctx, const char *ws, const char *self,
+			      struct sg_err *err)
+{
+	const char *rels[2] = { ws, self };
+	int r = docker_wh_remote(ctx, err);
+
+	if (r < 0)
+		return -1;
+	if (r)
+		return docker_wh_dirs(ctx, rels, self ? 2 : 1, true, err);
+	if (docker_dir_make(ctx, ws, err) < 0)
+		return -1;
+	return self ? docker_dir_make(ctx, self, err) : 0;
+}
+
 int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, const char *name,
 		       json_t **mounts, struct sg_err *err)
 {
@@ -201,9 +238,7 @@ int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, co
 	if (!*ws || (*ctx->share_subdir && !*self))
 		return ctx->host->errf(err, SG_E_INVAL, "the machine name '%.64s' makes a path "
 				       "beneath work_home that is too long", name);
-	if (docker_dir_make(ctx, ws, err) < 0)
-		return -1;
-	if (!admin && *ctx->share_subdir && docker_dir_make(ctx, self, err) < 0)
+	if (docker_mounts_dirs(ctx, ws, !admin && *ctx->share_subdir ? self : NULL, err) < 0)
 		return -1;
 	*mounts = json_array();
 	docker_bind(*mounts, ctx->work_home, ws, DOCKER_WORKSPACE, false);
@@ -218,15 +253,28 @@ int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, co
 	return 0;
 }
 
+/* Words a changed mount as the reason not to start. */
+static int docker_mount_changed(struct docker_ctx *ctx, const char *src, struct sg_err *err)
+{
+	char why[SG_ERR_MSG_MAX];
+
+	snprintf(why, sizeof(why), "%s", err ? err->msg : "");
+	return ctx->host->errf(err, SG_E_PERM, "not starting the container: its mount %s "
+			       "changed: %s", src, why);
+}
+
 int docker_mounts_verify(struct docker_ctx *ctx, const json_t *info, struct sg_err *err)
 {
 	const json_t *m;
-	size_t i, n = ctx->work_home ? strlen(ctx->work_home) : 0;
+	const char *rels[8];
+	size_t i, nrel = 0, n = ctx->work_home ? strlen(ctx->work_home) : 0;
+	int remote = docker_wh_remote(ctx, err), fd;
 
+	if (remote < 0)
+		return -1;
 	json_array_foreach(json_object_get(info, "Mounts"), i, m) {
 		const char *type = json_string_value(json_object_get(m, "Type"));
 		const char *src = json_string_value(json_object_get(m, "Source"));
-		int fd;
 
 		if (!type || strcmp(type, "bind"))
 			continue;
@@ -234,16 +282,22 @@ int docker_mounts_verify(struct docker_ctx *ctx, const json_t *info, struct sg_e
 			return ctx->host->errf(err, SG_E_PERM, "the container binds %s, which is not "
 					       "beneath [storage] work_home: sandgate does not start it",
 					       src ? src : "?");
-		fd = docker_walk(ctx, src[n] ? src + n + 1 : "", false, err);
-		if (fd < 0) {
-			char why[SG_ERR_MSG_MAX];
-
-			snprintf(why, sizeof(why), "%s", err ? err->msg : "");
-			return ctx->host->errf(err, SG_E_PERM, "not starting the container: its "
-					       "mount %s changed: %s", src, why);
+		if (remote) {
+			/* One helper checks them all (a named machine binds 3 at most). */
+			if (nrel == sizeof(rels) / sizeof(rels[0]))
+				return ctx->host->errf(err, SG_E_PERM, "the container binds more "
+						       "directories than a named machine has: "
+						       "sandgate does not start it");
+			rels[nrel++] = src[n] ? src + n + 1 : "";
+			continue;
 		}
+		fd = docker_walk(ctx, src[n] ? src + n + 1 : "", false, err);
+		if (fd < 0)
+			return docker_mount_changed(ctx, src, err);
 		close(fd);
 	}
+	if (nrel && docker_wh_dirs(ctx, rels, nrel, false, err) < 0)
+		return err && err->code == SG_E_IO ? -1 : docker_mount_changed(ctx, "beneath work_home", err);
 	return 0;
 }
 
@@ -290,7 +344,7 @@ int docker_tree_remove(struct docker_ctx *ctx, const char *rel, struct sg_err *e
 	char parent[DOCKER_PATH_MAX], *slash;
 	const char *leaf;
 	unsigned stayed = 0;
-	int pfd, fd;
+	int pfd, fd, r;
 
 	snprintf(parent, sizeof(parent), "%s", rel);
 	slash = strrchr(parent, '/');
@@ -299,6 +353,9 @@ int docker_tree_remove(struct docker_ctx *ctx, const char *rel, struct sg_err *e
 		*slash = '\0';
 	else
 		parent[0] = '\0';
+	r = docker_wh_remote(ctx, err);
+	if (r != 0)
+		return r < 0 ? -1 : docker_wh_remove(ctx, rel, err);
 	pfd = docker_walk(ctx, parent, false, err);
 	if (pfd < 0)
 		return err && err->code == SG_E_NOTFOUND ? 0 : -1;

@@ -91,6 +91,8 @@ static void docker_share_subdir(struct docker_ctx *ctx)
 int docker_settings_load(struct docker_ctx *ctx, struct sg_err *err)
 {
 	pthread_mutex_init(&ctx->net_lock, NULL);
+	pthread_mutex_init(&ctx->wh_lock, NULL);
+	ctx->wh_remote = -1;
 	ctx->prefix = docker_get(ctx, "docker", "container_name_prefix", "sandgate-");
 	ctx->admin_machine = docker_get(ctx, "docker", "admin_machine", "admin");
 	ctx->auto_network = docker_get(ctx, "docker", "auto_network", "sandgate");
@@ -108,6 +110,7 @@ void docker_settings_free(struct docker_ctx *ctx)
 	free(ctx->work_home);
 	ctx->work_home = NULL;
 	pthread_mutex_destroy(&ctx->net_lock);
+	pthread_mutex_destroy(&ctx->wh_lock);
 }
 
 /* ---- scopes and names --------------------------------------------------------------- */

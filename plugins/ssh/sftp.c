@@ -14,6 +14,7 @@
 #endif
 
 #include "plugins/ssh/ssh.h"
+#include "plugins/ssh/sftp_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,16 +23,6 @@
 
 #define SSH_SFTP_CHUNK 65536
 #define SSH_NAME_BUF 4096
-#define SSH_WHAT_MAX (SSH_PATH_MAX + 64)
-
-/* One SFTP operation: the connection (a reference), its session, the op. */
-struct ssh_sftp {
-	struct ssh_pool *pool;       /* borrowed */
-	struct ssh_conn *c;          /* referenced until ssh_sftp_end() */
-	LIBSSH2_SFTP *sftp;          /* borrowed from c */
-	struct ssh_op op;
-	bool dead;                   /* the SFTP session (or connection) failed */
-};
 
 /* ---- sessions -------------------------------------------------------------------------- */
 
@@ -149,7 +140,7 @@ static void ssh_sftp_end(struct ssh_sftp *so)
 }
 
 /* Fails an SFTP request through the adapter and notes a dead session. */
-static int ssh_sftp_fail(struct ssh_sftp *so, int rc, const char *what, struct sg_err *err)
+int ssh_sftp_fail(struct ssh_sftp *so, int rc, const char *what, struct sg_err *err)
 {
 	/* A request abandoned half-way (cancelled, timed out) leaves replies
 	 * and handles in the session: start a fresh one next time. */
@@ -165,7 +156,7 @@ static int ssh_sftp_last(struct ssh_sftp *so)
 }
 
 /* Remembers tmp for ssh_stale_drop(); false when the list is full. */
-static bool ssh_stale_add(struct ssh_pool *p, const char *tmp)
+bool ssh_stale_add(struct ssh_pool *p, const char *tmp)
 {
 	bool kept = false;
 
@@ -195,7 +186,7 @@ static void ssh_drop_temp(struct ssh_sftp *so, const char *tmp)
 
 /* Takes the pool's list of temporary files to remove into paths (each
  * freed by the caller).  Returns how many. */
-static size_t ssh_stale_take(struct ssh_pool *p, char **paths)
+size_t ssh_stale_take(struct ssh_pool *p, char **paths)
 {
 	size_t n = 0;
 
@@ -223,7 +214,7 @@ static void ssh_stale_drop(struct ssh_sftp *so)
 
 /* Runs fn on an SFTP session; once more on a new connection when the first
  * one died under it (every operation here is safe to repeat). */
-static int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
+int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
 			 int (*fn)(struct ssh_sftp *, void *, struct sg_err *), void *ud,
 			 struct sg_err *err)
 {
@@ -810,148 +801,6 @@ static int ssh_remove_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	else
 		SSH_CALL(&so->op, rc, libssh2_sftp_unlink_ex(so->sftp, pa->path, (unsigned)n));
 	return rc ? ssh_sftp_fail(so, rc, what, err) : 0;
-}
-
-/* ---- keeping an unjailed sandbox's file tools in its directory ----------------------------- */
-
-struct ssh_confine_args {
-	const char *dir;      /* the sandbox directory */
-	const char *path;     /* what a file slot is about to touch */
-	bool parent;          /* the path itself may be a link (stat, remove, a write
-				 that replaces it): its directory must be inside */
-};
-
-/* realpath on the server of path, or of its nearest existing ancestor (a
- * write may make the rest): the canonical path into out. */
-static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
-{
-	char cur[SSH_PATH_MAX];
-	char *slash;
-	int rc;
-
-	snprintf(cur, sizeof(cur), "%s", path);
-	for (;;) {
-		SSH_CALL(&so->op, rc, libssh2_sftp_symlink_ex(so->sftp, cur, (unsigned)strlen(cur), out,
-							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
-		if (rc >= 0) {
-			out[rc] = '\0';
-			return 0;
-		}
-		*rcp = rc;
-		/* Servers word a missing path variously (no such file, failure):
-		 * any refusal of the server means "try the directory above". */
-		if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || !(slash = strrchr(cur, '/')) || slash == cur)
-			return -1;
-		*slash = '\0';
-	}
-}
-
-/* True when canon is dir or beneath it, compared component by component. */
-static bool ssh_beneath(const char *canon, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
-}
-
-/* What confinement resolves: path itself, or with parent (the path may
- * name a link, made or replaced by the operation) its directory, in
- * tmp[SSH_PATH_MAX].  -1 when path names no file. */
-static int ssh_confine_target(const char *path, bool parent, char *tmp, const char **target)
-{
-	const char *last;
-
-	*target = path;
-	if (!parent)
-		return 0;
-	last = strrchr(path, '/');
-	if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
-		return -1;
-	snprintf(tmp, SSH_PATH_MAX, "%.*s", (int)(last - path), path);
-	*target = tmp[0] ? tmp : "/";
-	return 0;
-}
-
-static int ssh_confine_refuse(const struct sg_host_api *host, const char *path, const char *canon,
-			      const char *dir, struct sg_err *err)
-{
-	if (!canon)
-		return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
-				  "%s", path, dir);
-	return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
-			  "on a host without isolation the file tools keep to the sandbox's "
-			  "directory", path, canon, dir);
-}
-
-static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
-{
-	const struct sg_host_api *host = so->pool->ctx->host;
-	struct ssh_confine_args *ca = ud;
-	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], what[SSH_WHAT_MAX], tmp[SSH_PATH_MAX];
-	const char *target;
-	int rc = 0;
-
-	snprintf(what, sizeof(what), "resolving '%s'", ca->path);
-	if (ssh_realpath(so, ca->dir, dir, sizeof(dir), &rc) < 0)
-		return ssh_sftp_fail(so, rc, what, err);
-	if (ssh_confine_target(ca->path, ca->parent, tmp, &target) < 0)
-		return ssh_confine_refuse(host, ca->path, NULL, ca->dir, err);
-	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
-		return ssh_sftp_fail(so, rc, what, err);
-	if (!ssh_beneath(canon, dir))
-		return ssh_confine_refuse(host, ca->path, canon, dir, err);
-	return 0;
-}
-
-/* ssh_stale_drop for a sandbox whose file operations go through the runner
- * (no SFTP session would come to remove them). */
-static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *call)
-{
-	struct ssh_pool *p = sm->pool;
-	char *paths[SSH_STALE_MAX];
-	size_t n = ssh_stale_take(p, paths);
-
-	for (size_t i = 0; i < n; i++) {
-		struct sg_err e;
-		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);
-
-		if ((rc > 0 || (rc < 0 && e.code != SG_E_NOTFOUND)) && !ssh_stale_add(p, paths[i]))
-			ssh_log(sm->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file of a "
-				"failed write", paths[i]);
-		free(paths[i]);
-	}
-}
-
-/* ssh_confine through the runner (two REALPATHs, no SFTP): 0, -1 with err,
- * or 1 when the runner cannot say (none, or one without files-realpath). */
-static int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
-			      const struct sg_call *call, struct sg_err *err)
-{
-	struct rnc_site *site = ssh_site_of(sm);
-	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
-	const char *target;
-	int rc;
-
-	if (ssh_confine_target(path, parent, tmp, &target) < 0)
-		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
-	rc = rnc_file_realpath(site, sm->dir, call, dir, sizeof(dir), err);
-	if (rc == 0)
-		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
-	if (rc == 0 && !ssh_beneath(canon, dir))
-		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
-	if (rc == 0)
-		ssh_stale_drop_runner(sm, call);
-	return rc;
-}
-
-int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
-		struct sg_err *err)
-{
-	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
-
-	return ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err);
 }
 
 /* ---- the slots ------------------------------------------------------------------------- */

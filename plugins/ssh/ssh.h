@@ -11,7 +11,8 @@
  *   quote.c    POSIX shell quoting and the remote command line
  *   exec.c     one-shot commands: wrapper, process groups, timeouts
  *   stream.c   interactive streams (stdin open, stderr merged)
- *   sftp.c     files through SFTP
+ *   sftp.c     files through SFTP (sftp_int.h shared with sftp_confine.c:
+ *              keeping an unjailed sandbox's file tools in its directory)
  *   machine.c  sandboxes: working directories under the root, state files
  *   runner.c   sandgate-runner on each target: upload, start, removal;
  *              its channel as the runner's transport (its life, commands

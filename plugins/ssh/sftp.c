@@ -22,6 +22,7 @@
 #include <string.h>
 
 #define SSH_SFTP_CHUNK 65536
+#define SSH_SFTP_NONE 1   /* ssh_sftp_init: the subsystem was refused */
 #define SSH_NAME_BUF 4096
 
 /* ---- sessions -------------------------------------------------------------------------- */
@@ -34,8 +35,48 @@ static bool ssh_sftp_session_failed(int rc)
 	       rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;
 }
 
+/* libssh2 says CHANNEL_FAILURE both when the server refuses the channel
+ * and when it refuses the subsystem on an open channel; only its message
+ * ("Unable to request SFTP subsystem") tells them apart. */
+static bool ssh_subsystem_refused(struct ssh_conn *c)
+{
+	char *text = NULL;
+
+	libssh2_session_last_error(c->session, &text, NULL, 0);
+	return text && strstr(text, "subsystem");
+}
+
+bool ssh_sftp_missing(struct ssh_pool *p, bool set)
+{
+	bool was;
+
+	pthread_mutex_lock(&p->lock);
+	was = p->no_sftp;
+	if (set)
+		p->no_sftp = true;
+	pthread_mutex_unlock(&p->lock);
+	if (set && !was)
+		ssh_log(p->ctx, SG_LOG_WARNING, "%s:%u has no SFTP subsystem (no `Subsystem sftp` in "
+			"its sshd_config): file tools go through the runner, or through exec with "
+			"stdin when it cannot run", p->target.host, p->target.port);
+	return was || set;
+}
+
+int ssh_sftp_skip(struct ssh_pool *p, int rc, const struct sg_err *err)
+{
+	return rc < 0 && err && err->code == SG_E_NOTSUP && ssh_sftp_missing(p, false) ? 1 : rc;
+}
+
+int ssh_sftp_refusal(struct ssh_pool *p, struct sg_err *err)
+{
+	return p->ctx->host->errf(err, SG_E_NOTSUP, "ssh: %s:%u refused the SFTP subsystem (the "
+				  "channel opened; its sshd_config has no `Subsystem sftp`)",
+				  p->target.host, p->target.port);
+}
+
 /* Starts the connection's SFTP session (lock held, this op holds busy).
- * Returns 0, or the libssh2 result with err filled. */
+ * Returns 0, SSH_SFTP_NONE (the subsystem refused), or the libssh2 result,
+ * with err filled. */
 static int ssh_sftp_init(struct ssh_sftp *so, struct sg_err *err)
 {
 	struct ssh_conn *c = so->c;
@@ -52,6 +93,11 @@ static int ssh_sftp_init(struct ssh_sftp *so, struct sg_err *err)
 		return 0;
 	}
 	rc = libssh2_session_last_errno(c->session);
+	if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && ssh_subsystem_refused(c)) {
+		ssh_sftp_missing(so->pool, true);
+		ssh_sftp_refusal(so->pool, err);
+		return SSH_SFTP_NONE;
+	}
 	ssh_fail(&so->op, NULL, rc, "starting the SFTP subsystem", err);
 	return rc ? rc : LIBSSH2_ERROR_SOCKET_NONE;
 }
@@ -65,6 +111,8 @@ static int ssh_sftp_begin(struct ssh_pool *p, const struct sg_call *call, struct
 
 	memset(so, 0, sizeof(*so));
 	so->pool = p;
+	if (ssh_sftp_missing(p, false))
+		return ssh_sftp_refusal(p, err);
 	for (int tries = 0; tries < 6; tries++) {
 		struct ssh_conn *c = ssh_sftp_reserve(p, call, fresh, err);
 		bool had;
@@ -86,6 +134,8 @@ static int ssh_sftp_begin(struct ssh_pool *p, const struct sg_call *call, struct
 			ssh_conn_kick(c, &so->op);
 			ssh_op_end(&so->op);
 			ssh_sftp_unreserve(c, true, false);
+			if (rc == SSH_SFTP_NONE)
+				return -1;
 			if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && !c->broken) {
 				ssh_slot_refused(c);
 				continue;
@@ -111,7 +161,8 @@ dropped:
 						  p->target.host, p->target.port);
 		reconnected = fresh = true;
 	}
-	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: no SFTP session on %s:%u (channels refused)",
+	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: no SFTP session on %s:%u: the server refused "
+				  "every channel for it (MaxSessions)",
 				  p->target.host, p->target.port);
 }
 
@@ -254,7 +305,7 @@ static bool ssh_sftp_notfound(struct ssh_sftp *so, int rc)
 	return st == LIBSSH2_FX_NO_SUCH_FILE || st == LIBSSH2_FX_NO_SUCH_PATH;
 }
 
-static int ssh_ftype(const LIBSSH2_SFTP_ATTRIBUTES *a)
+int ssh_ftype(const LIBSSH2_SFTP_ATTRIBUTES *a)
 {
 	unsigned long m = a->permissions;
 
@@ -579,7 +630,7 @@ static size_t ssh_utf8_len(const unsigned char *p, size_t n)
 
 /* JSON text of bytes that should be UTF-8 (file names): invalid bytes
  * become U+FFFD rather than failing the whole listing. */
-static json_t *ssh_json_text(const char *p, size_t n)
+json_t *ssh_json_text(const char *p, size_t n)
 {
 	char *out = malloc(n * 3 + 1); /* freed below */
 	size_t o = 0, i = 0;
@@ -610,12 +661,6 @@ struct ssh_list_args {
 	json_t *arr;   /* filled: the caller's reference on success */
 };
 
-struct ssh_dirent {
-	char *name;    /* owned */
-	size_t len;
-	LIBSSH2_SFTP_ATTRIBUTES a;
-};
-
 static int ssh_dirent_cmp(const void *x, const void *y)
 {
 	const struct ssh_dirent *a = x, *b = y;
@@ -644,6 +689,22 @@ static json_t *ssh_dirent_json(const char *dir, const struct ssh_dirent *d)
 		      "mtime", (json_int_t)((d->a.flags & LIBSSH2_SFTP_ATTR_ACMODTIME) ? d->a.mtime : 0));
 	free(full);
 	return o;
+}
+
+json_t *ssh_dirents_json(const char *dir, struct ssh_dirent *ents, size_t n)
+{
+	json_t *arr = json_array();
+
+	qsort(ents, n, sizeof(*ents), ssh_dirent_cmp);
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *o = ssh_dirent_json(dir, &ents[i]);
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
 }
 
 /* Reads every entry but . and .. into *ents (owned by the caller). */
@@ -735,17 +796,7 @@ static int ssh_list_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	SSH_CALL(&so->op, crc, libssh2_sftp_close_handle(h));
 	if (rc < 0)
 		goto out;
-	qsort(ents, n, sizeof(*ents), ssh_dirent_cmp);
-	la->arr = json_array();
-	for (size_t i = 0; la->arr && i < n; i++) {
-		json_t *o = ssh_dirent_json(la->path, &ents[i]);
-
-		if (!o || json_array_append_new(la->arr, o) < 0) {
-			json_decref(la->arr);
-			la->arr = NULL;
-		}
-	}
-	if (!la->arr) {
+	if (!(la->arr = ssh_dirents_json(la->path, ents, n))) {
 		host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 		goto out;
 	}
@@ -850,8 +901,24 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	if (rc == 0)
 		rc = rnc_file_read(ssh_site_of(sm), ra.path, 0, ra.max, true, call, out, err);
 	if (rc > 0 && (rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err), err);
+	if (rc > 0)
+		rc = ssh_x_read(sm->pool, ra.path, ra.max, call, out, err);
 	free(own);
+	return rc;
+}
+
+/* A write through the runner (confined by its REALPATH off a jail): as
+ * rnc_file_write, 1 when the runner cannot serve. */
+static int ssh_write_runner(struct ssh_machine *sm, const struct ssh_write_args *wa,
+			    struct sg_err *err)
+{
+	const struct sg_write_opts *o = wa->opts;
+	int rc = sm->jail ? 0 : ssh_confine_runner(sm, wa->path, true, wa->call, err);
+
+	if (rc == 0)
+		rc = rnc_file_write(ssh_site_of(sm), wa->path, wa->data, wa->len, o ? o->mode : 0,
+				    !(o && o->no_mkdir), wa->call, err);
 	return rc;
 }
 
@@ -861,23 +928,28 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	struct ssh_machine *sm;
 	struct ssh_write_args wa = { .data = data, .len = len, .opts = opts, .call = call };
 	char *own = NULL;
+	bool runner_first;
 	int rc;
 
 	if (ssh_slot_path(m, path, &sm, &wa.path, &own, err) < 0)
 		return -1;
+	/* Unjailed, SFTP first: the temporary file of a write whose session
+	 * died is removed by the pool's next SFTP session; the runner's would
+	 * stay when the runner dies with the connection (t9502).  Without
+	 * the sftp subsystem the runner, and without both exec. */
+	runner_first = sm->jail || ssh_sftp_missing(sm->pool, false);
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
-	else if (sm->jail)
-		rc = rnc_file_write(ssh_site_of(sm), wa.path, data, len, opts ? opts->mode : 0,
-				    !(opts && opts->no_mkdir), call, err);
 	else
-		/* SFTP: the temporary file of a write whose session died is
-		 * removed by the pool's next SFTP session; the runner's would
-		 * stay when the runner dies with the connection (t9502). */
-		rc = 1;
+		rc = runner_first ? ssh_write_runner(sm, &wa, err) : 1;
 	if (rc > 0 && (rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err), err);
+	if (rc > 0 && !runner_first)
+		rc = ssh_write_runner(sm, &wa, err);
+	if (rc > 0)
+		rc = ssh_x_write(sm->pool, wa.path, data, len, opts ? opts->mode : 0,
+				 !(opts && opts->no_mkdir), call, err);
 	free(own);
 	return rc;
 }
@@ -887,8 +959,9 @@ int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t 
 {
 	struct sg_write_opts wo = { .mode = mode, .no_mkdir = true };
 	struct ssh_write_args wa = { .path = path, .data = data, .len = len, .opts = &wo };
+	int rc = ssh_sftp_skip(p, ssh_sftp_with(p, NULL, ssh_write_fn, &wa, err), err);
 
-	return ssh_sftp_with(p, NULL, ssh_write_fn, &wa, err);
+	return rc > 0 ? ssh_x_write(p, path, data, len, mode, false, NULL, err) : rc;
 }
 
 int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, json_t **entries,
@@ -910,9 +983,11 @@ int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, 
 		return rc;
 	}
 	if ((rc = ssh_confine(sm, la.path, false, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err), err);
 	if (rc == 0)
 		*entries = la.arr;
+	else if (rc > 0)
+		rc = ssh_x_list(sm->pool, la.path, call, entries, err);
 	free(own);
 	return rc;
 }
@@ -931,7 +1006,9 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 	if (rc == 0)
 		rc = rnc_file_stat(ssh_site_of(sm), pa.path, call, st, err);
 	if (rc > 0 && (rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err), err);
+	if (rc > 0)
+		rc = ssh_x_stat(sm->pool, pa.path, call, st, err);
 	free(own);
 	return rc;
 }
@@ -961,8 +1038,9 @@ int ssh_file_remove(struct sg_machine *m, const char *path, bool recursive, stru
 		const char *argv[] = { "rm", "-rf", "--", pa.path, NULL };
 
 		rc = ssh_script(sm->pool, argv, call, "rm -rf", err);
-	} else {
-		rc = ssh_sftp_with(sm->pool, call, ssh_remove_fn, &pa, err);
+	} else if ((rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_remove_fn, &pa,
+								err), err)) > 0) {
+		rc = ssh_x_remove(sm->pool, pa.path, false, call, err);
 	}
 	free(own);
 	return rc;

@@ -2,7 +2,8 @@
  * Keeping an unjailed sandbox's file tools in its directory: the path a
  * file slot is about to touch is canonicalised on the host (through the
  * runner's REALPATH when it is up, else SFTP's) and must stay beneath the
- * sandbox directory.
+ * sandbox directory (through exec's realpath -m on a host without the
+ * sftp subsystem).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -145,10 +146,27 @@ int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
 	return rc;
 }
 
+/* ssh_confine through exec (realpath -m), for a host without SFTP. */
+static int ssh_confine_exec(struct ssh_machine *sm, const char *path, bool parent,
+			    const struct sg_call *call, struct sg_err *err)
+{
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
+	const char *target;
+
+	if (ssh_confine_target(path, parent, tmp, &target) < 0)
+		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
+	if (ssh_x_realpath2(sm->pool, sm->dir, target, call, dir, canon, err) < 0)
+		return -1;
+	if (!ssh_beneath(canon, dir))
+		return ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
+	return 0;
+}
+
 int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
 		struct sg_err *err)
 {
 	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
+	int rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err), err);
 
-	return ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err);
+	return rc > 0 ? ssh_confine_exec(sm, path, parent, call, err) : rc;
 }

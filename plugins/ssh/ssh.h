@@ -229,6 +229,9 @@ struct ssh_pool {
 	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
 	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
 	bool unjailed_warned;             /* isolation none was logged */
+	bool no_sftp;                     /* the server refused the sftp subsystem:
+					     files go through the runner or exec
+					     (sftp_x.c); guarded by lock */
 	char *stale[SSH_STALE_MAX];       /* temporary files of failed writes whose
 					     session died before it removed them:
 					     the next SFTP session does (owned,
@@ -392,6 +395,9 @@ struct ssh_run {
 	bool group;                       /* kill the process group on timeout/cancel */
 	unsigned start_ms;                /* limit to open the channel and start; 0: the
 					     connect timeout + 30 s */
+	const void *in;                   /* stdin bytes (borrowed), or NULL: stdin
+					     closed at once; EOF follows them */
+	size_t in_len;
 };
 
 /* Runs r on the pool and fills res.  Returns 0 when the command ran (any

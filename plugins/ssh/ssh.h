@@ -12,7 +12,9 @@
  *   exec.c     one-shot commands: wrapper, process groups, timeouts
  *   stream.c   interactive streams (stdin open, stderr merged)
  *   sftp.c     files through SFTP (sftp_int.h shared with sftp_confine.c:
- *              keeping an unjailed sandbox's file tools in its directory)
+ *              keeping an unjailed sandbox's file tools in its directory,
+ *              and sftp_x.c: the same through exec with stdin on a host
+ *              without the sftp subsystem)
  *   machine.c  sandboxes: working directories under the root, state files
  *   runner.c   sandgate-runner on each target: upload, start, removal;
  *              its channel as the runner's transport (its life, commands

@@ -366,7 +366,10 @@ int sg_fileops_read(struct sg_entry *e, const char *path, unsigned offset, unsig
 	snprintf(so, sizeof(so), "%u", offset);
 	snprintf(se, sizeof(se), "%llu", last);
 	snprintf(sm, sizeof(sm), "%d", READ_LINE_MAX * 4);
-	if (run(e, read_sh, args, NULL, (size_t)limit * (READ_LINE_MAX * 4 + 8) + 65536, call, &res,
+	/* The file slots first (the runner's file operations), else the script. */
+	memset(&res, 0, sizeof(res));
+	if (sg_fileops_slot_read(e, path, offset, last, READ_LINE_MAX * 4, call, &res.out) < 0 &&
+	    run(e, read_sh, args, NULL, (size_t)limit * (READ_LINE_MAX * 4 + 8) + 65536, call, &res,
 		err) < 0)
 		goto out;
 	p = res.out.data ? res.out.data : "";

@@ -65,6 +65,14 @@ int sg_fileops_search(struct sg_entry *e, const struct sg_search *q, struct sg_c
  * which may be NULL) is a place that usually holds secrets. */
 void sg_fileops_advise(json_t *result, const char *path, const char *resolved);
 
+/* fileslot.c: what the read script prints for path (lines first..last,
+ * each cut at line_max bytes), made from the machine's file slots, appended
+ * to out.  0, or -1 (nothing appended, no error: the caller runs the
+ * script) when path is no regular file of at most 8 MiB or a slot fails. */
+int sg_fileops_slot_read(struct sg_entry *e, const char *path, unsigned first,
+			 unsigned long long last, size_t line_max, struct sg_call *call,
+			 struct sg_buf *out);
+
 /* Removes terminal escape sequences (CSI, OSC, other ESC sequences) from
  * s in place.  Returns the new length. */
 size_t sg_fileops_strip_escapes(char *s, size_t n);

@@ -573,6 +573,30 @@ int ssh_signal_number(const char *name)
 	return 0;
 }
 
+/* Sends r->in as the command's stdin, then EOF (op held).  Our scripts
+ * print nothing before stdin ends, so nothing stalls behind the window. */
+static int ssh_feed(struct ssh_op *op, LIBSSH2_CHANNEL *ch, const struct ssh_run *r,
+		    struct sg_err *err)
+{
+	const char *q = r->in;
+	size_t done = 0;
+	ssize_t n = 0;
+	int rc;
+
+	op->deadline_ms = r->timeout_ms ? ssh_now_ms() + r->timeout_ms : -1;
+	while (done < r->in_len) {
+		n = libssh2_channel_write_ex(ch, 0, q + done, r->in_len - done);
+		if (n > 0)
+			done += (size_t)n;
+		else if (n != LIBSSH2_ERROR_EAGAIN || ssh_op_wait(op) < 0)
+			break;
+	}
+	if (done < r->in_len)
+		return ssh_fail(op, NULL, (int)n, "sending the command's stdin", err);
+	SSH_CALL(op, rc, libssh2_channel_send_eof(ch));
+	return rc ? ssh_fail(op, NULL, rc, "closing the command's stdin", err) : 0;
+}
+
 /* The first line of stderr, for messages. */
 static void ssh_first_line(const struct sg_buf *b, char *out, size_t n)
 {
@@ -599,9 +623,8 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 	struct ssh_conn *c = NULL;
 	struct ssh_op op;
 	char line[200];
-	int ret = -1;
-
 	struct ssh_run rr = *r;
+	int ret = -1;
 
 	res->exit_code = -1;
 	res->signal = 0;
@@ -609,8 +632,10 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 	st.endpat_len = (size_t)snprintf(st.endpat, sizeof(st.endpat), "\n%s end ", st.nonce);
 	if (st.endpat_len >= sizeof(st.endpat))
 		return host->errf(err, SG_E_INTERNAL, "ssh: the nonce is too long");
-	if (ssh_exec_start(p, &op, call, start, &rr, false, true, &c, &ch, err) < 0)
+	if (ssh_exec_start(p, &op, call, start, &rr, false, !r->in, &c, &ch, err) < 0)
 		return -1;
+	if (r->in && ssh_feed(&op, ch, r, err) < 0)
+		goto out;
 	if (ssh_pump(p, &op, ch, r, call, &st, &pm, err) < 0)
 		goto out;
 	/* The marker's status, when it came, is the command's; the channel's

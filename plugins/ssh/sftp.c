@@ -14,6 +14,7 @@
 #endif
 
 #include "plugins/ssh/ssh.h"
+#include "plugins/ssh/sftp_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,17 +22,8 @@
 #include <string.h>
 
 #define SSH_SFTP_CHUNK 65536
+#define SSH_SFTP_NONE 1   /* ssh_sftp_init: the subsystem was refused */
 #define SSH_NAME_BUF 4096
-#define SSH_WHAT_MAX (SSH_PATH_MAX + 64)
-
-/* One SFTP operation: the connection (a reference), its session, the op. */
-struct ssh_sftp {
-	struct ssh_pool *pool;       /* borrowed */
-	struct ssh_conn *c;          /* referenced until ssh_sftp_end() */
-	LIBSSH2_SFTP *sftp;          /* borrowed from c */
-	struct ssh_op op;
-	bool dead;                   /* the SFTP session (or connection) failed */
-};
 
 /* ---- sessions -------------------------------------------------------------------------- */
 
@@ -43,8 +35,48 @@ static bool ssh_sftp_session_failed(int rc)
 	       rc == LIBSSH2_ERROR_CHANNEL_UNKNOWN;
 }
 
+/* libssh2 says CHANNEL_FAILURE both when the server refuses the channel
+ * and when it refuses the subsystem on an open channel; only its message
+ * ("Unable to request SFTP subsystem") tells them apart. */
+static bool ssh_subsystem_refused(struct ssh_conn *c)
+{
+	char *text = NULL;
+
+	libssh2_session_last_error(c->session, &text, NULL, 0);
+	return text && strstr(text, "subsystem");
+}
+
+bool ssh_sftp_missing(struct ssh_pool *p, bool set)
+{
+	bool was;
+
+	pthread_mutex_lock(&p->lock);
+	was = p->no_sftp;
+	if (set)
+		p->no_sftp = true;
+	pthread_mutex_unlock(&p->lock);
+	if (set && !was)
+		ssh_log(p->ctx, SG_LOG_WARNING, "%s:%u has no SFTP subsystem (no `Subsystem sftp` in "
+			"its sshd_config): file tools go through the runner, or through exec with "
+			"stdin when it cannot run", p->target.host, p->target.port);
+	return was || set;
+}
+
+int ssh_sftp_skip(struct ssh_pool *p, int rc, const struct sg_err *err)
+{
+	return rc < 0 && err && err->code == SG_E_NOTSUP && ssh_sftp_missing(p, false) ? 1 : rc;
+}
+
+int ssh_sftp_refusal(struct ssh_pool *p, struct sg_err *err)
+{
+	return p->ctx->host->errf(err, SG_E_NOTSUP, "ssh: %s:%u refused the SFTP subsystem (the "
+				  "channel opened; its sshd_config has no `Subsystem sftp`)",
+				  p->target.host, p->target.port);
+}
+
 /* Starts the connection's SFTP session (lock held, this op holds busy).
- * Returns 0, or the libssh2 result with err filled. */
+ * Returns 0, SSH_SFTP_NONE (the subsystem refused), or the libssh2 result,
+ * with err filled. */
 static int ssh_sftp_init(struct ssh_sftp *so, struct sg_err *err)
 {
 	struct ssh_conn *c = so->c;
@@ -61,6 +93,11 @@ static int ssh_sftp_init(struct ssh_sftp *so, struct sg_err *err)
 		return 0;
 	}
 	rc = libssh2_session_last_errno(c->session);
+	if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && ssh_subsystem_refused(c)) {
+		ssh_sftp_missing(so->pool, true);
+		ssh_sftp_refusal(so->pool, err);
+		return SSH_SFTP_NONE;
+	}
 	ssh_fail(&so->op, NULL, rc, "starting the SFTP subsystem", err);
 	return rc ? rc : LIBSSH2_ERROR_SOCKET_NONE;
 }
@@ -74,6 +111,8 @@ static int ssh_sftp_begin(struct ssh_pool *p, const struct sg_call *call, struct
 
 	memset(so, 0, sizeof(*so));
 	so->pool = p;
+	if (ssh_sftp_missing(p, false))
+		return ssh_sftp_refusal(p, err);
 	for (int tries = 0; tries < 6; tries++) {
 		struct ssh_conn *c = ssh_sftp_reserve(p, call, fresh, err);
 		bool had;
@@ -95,6 +134,8 @@ static int ssh_sftp_begin(struct ssh_pool *p, const struct sg_call *call, struct
 			ssh_conn_kick(c, &so->op);
 			ssh_op_end(&so->op);
 			ssh_sftp_unreserve(c, true, false);
+			if (rc == SSH_SFTP_NONE)
+				return -1;
 			if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && !c->broken) {
 				ssh_slot_refused(c);
 				continue;
@@ -120,7 +161,8 @@ dropped:
 						  p->target.host, p->target.port);
 		reconnected = fresh = true;
 	}
-	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: no SFTP session on %s:%u (channels refused)",
+	return p->ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: no SFTP session on %s:%u: the server refused "
+				  "every channel for it (MaxSessions)",
 				  p->target.host, p->target.port);
 }
 
@@ -149,7 +191,7 @@ static void ssh_sftp_end(struct ssh_sftp *so)
 }
 
 /* Fails an SFTP request through the adapter and notes a dead session. */
-static int ssh_sftp_fail(struct ssh_sftp *so, int rc, const char *what, struct sg_err *err)
+int ssh_sftp_fail(struct ssh_sftp *so, int rc, const char *what, struct sg_err *err)
 {
 	/* A request abandoned half-way (cancelled, timed out) leaves replies
 	 * and handles in the session: start a fresh one next time. */
@@ -165,7 +207,7 @@ static int ssh_sftp_last(struct ssh_sftp *so)
 }
 
 /* Remembers tmp for ssh_stale_drop(); false when the list is full. */
-static bool ssh_stale_add(struct ssh_pool *p, const char *tmp)
+bool ssh_stale_add(struct ssh_pool *p, const char *tmp)
 {
 	bool kept = false;
 
@@ -195,7 +237,7 @@ static void ssh_drop_temp(struct ssh_sftp *so, const char *tmp)
 
 /* Takes the pool's list of temporary files to remove into paths (each
  * freed by the caller).  Returns how many. */
-static size_t ssh_stale_take(struct ssh_pool *p, char **paths)
+size_t ssh_stale_take(struct ssh_pool *p, char **paths)
 {
 	size_t n = 0;
 
@@ -223,7 +265,7 @@ static void ssh_stale_drop(struct ssh_sftp *so)
 
 /* Runs fn on an SFTP session; once more on a new connection when the first
  * one died under it (every operation here is safe to repeat). */
-static int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
+int ssh_sftp_with(struct ssh_pool *p, const struct sg_call *call,
 			 int (*fn)(struct ssh_sftp *, void *, struct sg_err *), void *ud,
 			 struct sg_err *err)
 {
@@ -263,7 +305,7 @@ static bool ssh_sftp_notfound(struct ssh_sftp *so, int rc)
 	return st == LIBSSH2_FX_NO_SUCH_FILE || st == LIBSSH2_FX_NO_SUCH_PATH;
 }
 
-static int ssh_ftype(const LIBSSH2_SFTP_ATTRIBUTES *a)
+int ssh_ftype(const LIBSSH2_SFTP_ATTRIBUTES *a)
 {
 	unsigned long m = a->permissions;
 
@@ -588,7 +630,7 @@ static size_t ssh_utf8_len(const unsigned char *p, size_t n)
 
 /* JSON text of bytes that should be UTF-8 (file names): invalid bytes
  * become U+FFFD rather than failing the whole listing. */
-static json_t *ssh_json_text(const char *p, size_t n)
+json_t *ssh_json_text(const char *p, size_t n)
 {
 	char *out = malloc(n * 3 + 1); /* freed below */
 	size_t o = 0, i = 0;
@@ -619,12 +661,6 @@ struct ssh_list_args {
 	json_t *arr;   /* filled: the caller's reference on success */
 };
 
-struct ssh_dirent {
-	char *name;    /* owned */
-	size_t len;
-	LIBSSH2_SFTP_ATTRIBUTES a;
-};
-
 static int ssh_dirent_cmp(const void *x, const void *y)
 {
 	const struct ssh_dirent *a = x, *b = y;
@@ -653,6 +689,22 @@ static json_t *ssh_dirent_json(const char *dir, const struct ssh_dirent *d)
 		      "mtime", (json_int_t)((d->a.flags & LIBSSH2_SFTP_ATTR_ACMODTIME) ? d->a.mtime : 0));
 	free(full);
 	return o;
+}
+
+json_t *ssh_dirents_json(const char *dir, struct ssh_dirent *ents, size_t n)
+{
+	json_t *arr = json_array();
+
+	qsort(ents, n, sizeof(*ents), ssh_dirent_cmp);
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *o = ssh_dirent_json(dir, &ents[i]);
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
 }
 
 /* Reads every entry but . and .. into *ents (owned by the caller). */
@@ -744,17 +796,7 @@ static int ssh_list_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	SSH_CALL(&so->op, crc, libssh2_sftp_close_handle(h));
 	if (rc < 0)
 		goto out;
-	qsort(ents, n, sizeof(*ents), ssh_dirent_cmp);
-	la->arr = json_array();
-	for (size_t i = 0; la->arr && i < n; i++) {
-		json_t *o = ssh_dirent_json(la->path, &ents[i]);
-
-		if (!o || json_array_append_new(la->arr, o) < 0) {
-			json_decref(la->arr);
-			la->arr = NULL;
-		}
-	}
-	if (!la->arr) {
+	if (!(la->arr = ssh_dirents_json(la->path, ents, n))) {
 		host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 		goto out;
 	}
@@ -812,148 +854,6 @@ static int ssh_remove_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 	return rc ? ssh_sftp_fail(so, rc, what, err) : 0;
 }
 
-/* ---- keeping an unjailed sandbox's file tools in its directory ----------------------------- */
-
-struct ssh_confine_args {
-	const char *dir;      /* the sandbox directory */
-	const char *path;     /* what a file slot is about to touch */
-	bool parent;          /* the path itself may be a link (stat, remove, a write
-				 that replaces it): its directory must be inside */
-};
-
-/* realpath on the server of path, or of its nearest existing ancestor (a
- * write may make the rest): the canonical path into out. */
-static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
-{
-	char cur[SSH_PATH_MAX];
-	char *slash;
-	int rc;
-
-	snprintf(cur, sizeof(cur), "%s", path);
-	for (;;) {
-		SSH_CALL(&so->op, rc, libssh2_sftp_symlink_ex(so->sftp, cur, (unsigned)strlen(cur), out,
-							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
-		if (rc >= 0) {
-			out[rc] = '\0';
-			return 0;
-		}
-		*rcp = rc;
-		/* Servers word a missing path variously (no such file, failure):
-		 * any refusal of the server means "try the directory above". */
-		if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || !(slash = strrchr(cur, '/')) || slash == cur)
-			return -1;
-		*slash = '\0';
-	}
-}
-
-/* True when canon is dir or beneath it, compared component by component. */
-static bool ssh_beneath(const char *canon, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
-}
-
-/* What confinement resolves: path itself, or with parent (the path may
- * name a link, made or replaced by the operation) its directory, in
- * tmp[SSH_PATH_MAX].  -1 when path names no file. */
-static int ssh_confine_target(const char *path, bool parent, char *tmp, const char **target)
-{
-	const char *last;
-
-	*target = path;
-	if (!parent)
-		return 0;
-	last = strrchr(path, '/');
-	if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
-		return -1;
-	snprintf(tmp, SSH_PATH_MAX, "%.*s", (int)(last - path), path);
-	*target = tmp[0] ? tmp : "/";
-	return 0;
-}
-
-static int ssh_confine_refuse(const struct sg_host_api *host, const char *path, const char *canon,
-			      const char *dir, struct sg_err *err)
-{
-	if (!canon)
-		return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
-				  "%s", path, dir);
-	return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
-			  "on a host without isolation the file tools keep to the sandbox's "
-			  "directory", path, canon, dir);
-}
-
-static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
-{
-	const struct sg_host_api *host = so->pool->ctx->host;
-	struct ssh_confine_args *ca = ud;
-	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], what[SSH_WHAT_MAX], tmp[SSH_PATH_MAX];
-	const char *target;
-	int rc = 0;
-
-	snprintf(what, sizeof(what), "resolving '%s'", ca->path);
-	if (ssh_realpath(so, ca->dir, dir, sizeof(dir), &rc) < 0)
-		return ssh_sftp_fail(so, rc, what, err);
-	if (ssh_confine_target(ca->path, ca->parent, tmp, &target) < 0)
-		return ssh_confine_refuse(host, ca->path, NULL, ca->dir, err);
-	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
-		return ssh_sftp_fail(so, rc, what, err);
-	if (!ssh_beneath(canon, dir))
-		return ssh_confine_refuse(host, ca->path, canon, dir, err);
-	return 0;
-}
-
-/* ssh_stale_drop for a sandbox whose file operations go through the runner
- * (no SFTP session would come to remove them). */
-static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *call)
-{
-	struct ssh_pool *p = sm->pool;
-	char *paths[SSH_STALE_MAX];
-	size_t n = ssh_stale_take(p, paths);
-
-	for (size_t i = 0; i < n; i++) {
-		struct sg_err e;
-		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);
-
-		if ((rc > 0 || (rc < 0 && e.code != SG_E_NOTFOUND)) && !ssh_stale_add(p, paths[i]))
-			ssh_log(sm->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file of a "
-				"failed write", paths[i]);
-		free(paths[i]);
-	}
-}
-
-/* ssh_confine through the runner (two REALPATHs, no SFTP): 0, -1 with err,
- * or 1 when the runner cannot say (none, or one without files-realpath). */
-static int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
-			      const struct sg_call *call, struct sg_err *err)
-{
-	struct rnc_site *site = ssh_site_of(sm);
-	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
-	const char *target;
-	int rc;
-
-	if (ssh_confine_target(path, parent, tmp, &target) < 0)
-		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
-	rc = rnc_file_realpath(site, sm->dir, call, dir, sizeof(dir), err);
-	if (rc == 0)
-		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
-	if (rc == 0 && !ssh_beneath(canon, dir))
-		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
-	if (rc == 0)
-		ssh_stale_drop_runner(sm, call);
-	return rc;
-}
-
-int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
-		struct sg_err *err)
-{
-	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
-
-	return ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err);
-}
-
 /* ---- the slots ------------------------------------------------------------------------- */
 
 /* An absolute path: relative ones are under the workspace.  *own is what
@@ -1001,8 +901,24 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	if (rc == 0)
 		rc = rnc_file_read(ssh_site_of(sm), ra.path, 0, ra.max, true, call, out, err);
 	if (rc > 0 && (rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err), err);
+	if (rc > 0)
+		rc = ssh_x_read(sm->pool, ra.path, ra.max, call, out, err);
 	free(own);
+	return rc;
+}
+
+/* A write through the runner (confined by its REALPATH off a jail): as
+ * rnc_file_write, 1 when the runner cannot serve. */
+static int ssh_write_runner(struct ssh_machine *sm, const struct ssh_write_args *wa,
+			    struct sg_err *err)
+{
+	const struct sg_write_opts *o = wa->opts;
+	int rc = sm->jail ? 0 : ssh_confine_runner(sm, wa->path, true, wa->call, err);
+
+	if (rc == 0)
+		rc = rnc_file_write(ssh_site_of(sm), wa->path, wa->data, wa->len, o ? o->mode : 0,
+				    !(o && o->no_mkdir), wa->call, err);
 	return rc;
 }
 
@@ -1012,23 +928,28 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	struct ssh_machine *sm;
 	struct ssh_write_args wa = { .data = data, .len = len, .opts = opts, .call = call };
 	char *own = NULL;
+	bool runner_first;
 	int rc;
 
 	if (ssh_slot_path(m, path, &sm, &wa.path, &own, err) < 0)
 		return -1;
+	/* Unjailed, SFTP first: the temporary file of a write whose session
+	 * died is removed by the pool's next SFTP session; the runner's would
+	 * stay when the runner dies with the connection (t9502).  Without
+	 * the sftp subsystem the runner, and without both exec. */
+	runner_first = sm->jail || ssh_sftp_missing(sm->pool, false);
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
-	else if (sm->jail)
-		rc = rnc_file_write(ssh_site_of(sm), wa.path, data, len, opts ? opts->mode : 0,
-				    !(opts && opts->no_mkdir), call, err);
 	else
-		/* SFTP: the temporary file of a write whose session died is
-		 * removed by the pool's next SFTP session; the runner's would
-		 * stay when the runner dies with the connection (t9502). */
-		rc = 1;
+		rc = runner_first ? ssh_write_runner(sm, &wa, err) : 1;
 	if (rc > 0 && (rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err), err);
+	if (rc > 0 && !runner_first)
+		rc = ssh_write_runner(sm, &wa, err);
+	if (rc > 0)
+		rc = ssh_x_write(sm->pool, wa.path, data, len, opts ? opts->mode : 0,
+				 !(opts && opts->no_mkdir), call, err);
 	free(own);
 	return rc;
 }
@@ -1038,8 +959,9 @@ int ssh_sftp_put(struct ssh_pool *p, const char *path, const void *data, size_t 
 {
 	struct sg_write_opts wo = { .mode = mode, .no_mkdir = true };
 	struct ssh_write_args wa = { .path = path, .data = data, .len = len, .opts = &wo };
+	int rc = ssh_sftp_skip(p, ssh_sftp_with(p, NULL, ssh_write_fn, &wa, err), err);
 
-	return ssh_sftp_with(p, NULL, ssh_write_fn, &wa, err);
+	return rc > 0 ? ssh_x_write(p, path, data, len, mode, false, NULL, err) : rc;
 }
 
 int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, json_t **entries,
@@ -1061,9 +983,11 @@ int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, 
 		return rc;
 	}
 	if ((rc = ssh_confine(sm, la.path, false, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_list_fn, &la, err), err);
 	if (rc == 0)
 		*entries = la.arr;
+	else if (rc > 0)
+		rc = ssh_x_list(sm->pool, la.path, call, entries, err);
 	free(own);
 	return rc;
 }
@@ -1082,7 +1006,9 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 	if (rc == 0)
 		rc = rnc_file_stat(ssh_site_of(sm), pa.path, call, st, err);
 	if (rc > 0 && (rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
-		rc = ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err);
+		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err), err);
+	if (rc > 0)
+		rc = ssh_x_stat(sm->pool, pa.path, call, st, err);
 	free(own);
 	return rc;
 }
@@ -1112,8 +1038,9 @@ int ssh_file_remove(struct sg_machine *m, const char *path, bool recursive, stru
 		const char *argv[] = { "rm", "-rf", "--", pa.path, NULL };
 
 		rc = ssh_script(sm->pool, argv, call, "rm -rf", err);
-	} else {
-		rc = ssh_sftp_with(sm->pool, call, ssh_remove_fn, &pa, err);
+	} else if ((rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_remove_fn, &pa,
+								err), err)) > 0) {
+		rc = ssh_x_remove(sm->pool, pa.path, false, call, err);
 	}
 	free(own);
 	return rc;

@@ -11,7 +11,10 @@
  *   quote.c    POSIX shell quoting and the remote command line
  *   exec.c     one-shot commands: wrapper, process groups, timeouts
  *   stream.c   interactive streams (stdin open, stderr merged)
- *   sftp.c     files through SFTP
+ *   sftp.c     files through SFTP (sftp_int.h shared with sftp_confine.c:
+ *              keeping an unjailed sandbox's file tools in its directory,
+ *              and sftp_x.c: the same through exec with stdin on a host
+ *              without the sftp subsystem)
  *   machine.c  sandboxes: working directories under the root, state files
  *   runner.c   sandgate-runner on each target: upload, start, removal;
  *              its channel as the runner's transport (its life, commands
@@ -234,6 +237,9 @@ struct ssh_pool {
 	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
 	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
 	bool unjailed_warned;             /* isolation none was logged */
+	bool no_sftp;                     /* the server refused the sftp subsystem:
+					     files go through the runner or exec
+					     (sftp_x.c); guarded by lock */
 	char *stale[SSH_STALE_MAX];       /* temporary files of failed writes whose
 					     session died before it removed them:
 					     the next SFTP session does (owned,
@@ -399,6 +405,9 @@ struct ssh_run {
 	unsigned start_ms;                /* limit to open the channel and start; 0: the
 					     connect timeout + 30 s */
 	bool end_mark;                    /* set by ssh_run: the wrapper's end marker */
+	const void *in;                   /* stdin bytes (borrowed), or NULL: stdin
+					     closed at once; EOF follows them */
+	size_t in_len;
 };
 
 /* Runs r on the pool and fills res.  Returns 0 when the command ran (any

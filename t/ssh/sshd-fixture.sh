@@ -3,6 +3,7 @@
 #
 #   sh t/ssh/sshd-fixture.sh start DIR [--max-sessions N] [--port P] [--ecdsa]
 #                                          [--login-noise] [--no-xdg] [--home H]
+#                                          [--no-sftp]
 #   sh t/ssh/sshd-fixture.sh stop DIR      TERM (then KILL) sshd and its children
 #   sh t/ssh/sshd-fixture.sh kill DIR      KILL sshd and its children at once
 #   sh t/ssh/sshd-fixture.sh restart DIR   start again: same port, keys, config
@@ -220,7 +221,7 @@ write_ready() {
 }
 
 cmd_start() {
-	local dir=$1 max=10 port= ecdsa=0 noise=0 xdg=1 home= user tries p rc
+	local dir=$1 max=10 port= ecdsa=0 noise=0 xdg=1 home= nosftp=0 user tries p rc
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -230,6 +231,7 @@ cmd_start() {
 		--login-noise) noise=1; shift ;;
 		--no-xdg) xdg=0; shift ;;
 		--home) home=$2; shift 2 ;;
+		--no-sftp) nosftp=1; shift ;;
 		*) die "unknown option $1" ;;
 		esac
 	done
@@ -258,6 +260,8 @@ cmd_start() {
 	while :; do
 		p=${port:-$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 + 20000 ))}
 		write_config "$dir" "$p" "$max" "$ecdsa" "$noise" "$xdg" "$home"
+		# --no-sftp: an sshd without the sftp subsystem (minimal images)
+		[ "$nosftp" = 1 ] && sed -i '/^Subsystem sftp/d' "$dir/sshd_config"
 		rc=0
 		launch "$dir" "$p" || rc=$?
 		[ $rc = 0 ] && break

@@ -62,7 +62,7 @@ function installCleanup() {
  * key), opts.loginNoise (bash prints a line on stdout and stderr before
  * every command, like a chatty rc file), opts.noXdg (no XDG_RUNTIME_DIR in
  * the sessions; by default it is <dir>/xdg, where ssh.so puts its runner),
- * opts.home (HOME of the sessions).  Returns the ready values (s.xdg: the
+ * opts.home (HOME of the sessions), opts.noSftp (no `Subsystem sftp`).  Returns the ready values (s.xdg: the
  * sessions' XDG_RUNTIME_DIR or '') plus stop(), kill(), restart(), rekey(),
  * freeze() and thaw() (SIGSTOP / SIGCONT the open connections).
  */
@@ -86,6 +86,7 @@ export async function startSshd(opts = {}) {
   if (opts.loginNoise) args.push('--login-noise');
   if (opts.noXdg) args.push('--no-xdg');
   if (opts.home) args.push('--home', opts.home);
+  if (opts.noSftp) args.push('--no-sftp');
   Object.assign(s, parseReady(await fixture(args)));
   s.port = Number(s.port);
   s.knownHosts = s.known_hosts;

@@ -1,0 +1,172 @@
+/*
+ * Keeping an unjailed sandbox's file tools in its directory: the path a
+ * file slot is about to touch is canonicalised on the host (through the
+ * runner's REALPATH when it is up, else SFTP's) and must stay beneath the
+ * sandbox directory (through exec's realpath -m on a host without the
+ * sftp subsystem).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/ssh/sftp_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ssh_confine_args {
+	const char *dir;      /* the sandbox directory */
+	const char *path;     /* what a file slot is about to touch */
+	bool parent;          /* the path itself may be a link (stat, remove, a write
+				 that replaces it): its directory must be inside */
+};
+
+/* realpath on the server of path, or of its nearest existing ancestor (a
+ * write may make the rest): the canonical path into out. */
+static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
+{
+	char cur[SSH_PATH_MAX];
+	char *slash;
+	int rc;
+
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (;;) {
+		SSH_CALL(&so->op, rc, libssh2_sftp_symlink_ex(so->sftp, cur, (unsigned)strlen(cur), out,
+							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
+		if (rc >= 0) {
+			out[rc] = '\0';
+			return 0;
+		}
+		*rcp = rc;
+		/* Servers word a missing path variously (no such file, failure):
+		 * any refusal of the server means "try the directory above". */
+		if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || !(slash = strrchr(cur, '/')) || slash == cur)
+			return -1;
+		*slash = '\0';
+	}
+}
+
+/* True when canon is dir or beneath it, compared component by component. */
+static bool ssh_beneath(const char *canon, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
+}
+
+/* What confinement resolves: path itself, or with parent (the path may
+ * name a link, made or replaced by the operation) its directory, in
+ * tmp[SSH_PATH_MAX].  -1 when path names no file. */
+static int ssh_confine_target(const char *path, bool parent, char *tmp, const char **target)
+{
+	const char *last;
+
+	*target = path;
+	if (!parent)
+		return 0;
+	last = strrchr(path, '/');
+	if (!last || !last[1] || strcmp(last + 1, ".") == 0 || strcmp(last + 1, "..") == 0)
+		return -1;
+	snprintf(tmp, SSH_PATH_MAX, "%.*s", (int)(last - path), path);
+	*target = tmp[0] ? tmp : "/";
+	return 0;
+}
+
+static int ssh_confine_refuse(const struct sg_host_api *host, const char *path, const char *canon,
+			      const char *dir, struct sg_err *err)
+{
+	if (!canon)
+		return host->errf(err, SG_E_PERM, "ssh: '%s' is not a file inside sandbox directory "
+				  "%s", path, dir);
+	return host->errf(err, SG_E_PERM, "ssh: '%s' leads to %s, outside sandbox directory %s: "
+			  "on a host without isolation the file tools keep to the sandbox's "
+			  "directory", path, canon, dir);
+}
+
+static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
+{
+	const struct sg_host_api *host = so->pool->ctx->host;
+	struct ssh_confine_args *ca = ud;
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], what[SSH_WHAT_MAX], tmp[SSH_PATH_MAX];
+	const char *target;
+	int rc = 0;
+
+	snprintf(what, sizeof(what), "resolving '%s'", ca->path);
+	if (ssh_realpath(so, ca->dir, dir, sizeof(dir), &rc) < 0)
+		return ssh_sftp_fail(so, rc, what, err);
+	if (ssh_confine_target(ca->path, ca->parent, tmp, &target) < 0)
+		return ssh_confine_refuse(host, ca->path, NULL, ca->dir, err);
+	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
+		return ssh_sftp_fail(so, rc, what, err);
+	if (!ssh_beneath(canon, dir))
+		return ssh_confine_refuse(host, ca->path, canon, dir, err);
+	return 0;
+}
+
+/* ssh_stale_drop for a sandbox whose file operations go through the runner
+ * (no SFTP session would come to remove them). */
+static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *call)
+{
+	struct ssh_pool *p = sm->pool;
+	char *paths[SSH_STALE_MAX];
+	size_t n = ssh_stale_take(p, paths);
+
+	for (size_t i = 0; i < n; i++) {
+		struct sg_err e;
+		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);
+
+		if ((rc > 0 || (rc < 0 && e.code != SG_E_NOTFOUND)) && !ssh_stale_add(p, paths[i]))
+			ssh_log(sm->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file of a "
+				"failed write", paths[i]);
+		free(paths[i]);
+	}
+}
+
+/* ssh_confine through the runner (two REALPATHs, no SFTP). */
+int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
+			      const struct sg_call *call, struct sg_err *err)
+{
+	struct rnc_site *site = ssh_site_of(sm);
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
+	const char *target;
+	int rc;
+
+	if (ssh_confine_target(path, parent, tmp, &target) < 0)
+		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
+	rc = rnc_file_realpath(site, sm->dir, call, dir, sizeof(dir), err);
+	if (rc == 0)
+		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
+	if (rc == 0 && !ssh_beneath(canon, dir))
+		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
+	if (rc == 0)
+		ssh_stale_drop_runner(sm, call);
+	return rc;
+}
+
+/* ssh_confine through exec (realpath -m), for a host without SFTP. */
+static int ssh_confine_exec(struct ssh_machine *sm, const char *path, bool parent,
+			    const struct sg_call *call, struct sg_err *err)
+{
+	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
+	const char *target;
+
+	if (ssh_confine_target(path, parent, tmp, &target) < 0)
+		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
+	if (ssh_x_realpath2(sm->pool, sm->dir, target, call, dir, canon, err) < 0)
+		return -1;
+	if (!ssh_beneath(canon, dir))
+		return ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
+	return 0;
+}
+
+int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const struct sg_call *call,
+		struct sg_err *err)
+{
+	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
+	int rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err), err);
+
+	return rc > 0 ? ssh_confine_exec(sm, path, parent, call, err) : rc;
+}

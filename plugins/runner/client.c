@@ -35,6 +35,7 @@ struct rn_req {
 	int efd;                    /* eventfd: news for the waiter */
 	bool ping;
 	bool file;                  /* a FILE request: one FILE answer ends it */
+	bool quiet_start;           /* STARTED is filed without waking the waiter */
 	/* Guarded by c->lock: */
 	int refs;                   /* the table's (while running) + the caller's */
 	bool in_table;
@@ -454,7 +455,11 @@ static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 	}
 	if (rc == 0 && r->state != RN_REQ_RUNNING && rn_unlink_locked(c, r))
 		gone = r;
-	rn_wake(r);
+	/* A one-shot command's waiter needs its output and its end, not its
+	 * start: a wake-up for nothing is a thread hand-off on the path of
+	 * every command, and on a loaded machine a scheduling wait. */
+	if (h->type != RN_R_STARTED || rc != 0 || !r->quiet_start)
+		rn_wake(r);
 	pthread_mutex_unlock(&c->lock);
 	if (gone)
 		rn_req_free(gone);
@@ -808,8 +813,8 @@ static void rn_spawn_fields(struct rn_buf *b, const struct rn_spawn *sp)
 		rn_put_u32(b, RN_F_STATUS_FD, (uint32_t)sp->status_fd);
 }
 
-int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
-	       struct rn_req **out, char *why, size_t size)
+static int rn_request_as(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+			 bool quiet_start, struct rn_req **out, char *why, size_t size)
 {
 	struct rn_req *r;
 
@@ -821,6 +826,7 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	if (!r)
 		return -1;
 	r->file = type == RN_FILE;
+	r->quiet_start = quiet_start || type == RN_KEXEC; /* set before the frame goes */
 	if (rn_write_frame(c, type, r->id, payload, len) < 0) {
 		rn_conn_alive(c, why, size);
 		rn_req_abort(r);
@@ -828,6 +834,12 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	}
 	*out = r;
 	return 0;
+}
+
+int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+	       struct rn_req **out, char *why, size_t size)
+{
+	return rn_request_as(c, type, payload, len, false, out, why, size);
 }
 
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
@@ -844,7 +856,7 @@ int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 			 "%u bytes", RN_MAX_PAYLOAD);
 		return 1;
 	}
-	rc = rn_request(c, RN_SPAWN, b.data, b.len, out, why, size);
+	rc = rn_request_as(c, RN_SPAWN, b.data, b.len, sp->quiet_start, out, why, size);
 	rn_buf_free(&b);
 	return rc;
 }

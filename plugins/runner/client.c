@@ -740,9 +740,11 @@ bool rn_conn_has_cap(struct rn_conn *c, const char *name)
 
 /* ---- requests ------------------------------------------------------------------------ */
 
-/* A new request in the table: refs = table + caller.  NULL when the
- * connection is dead (why) or out of memory. */
-static struct rn_req *rn_req_new(struct rn_conn *c, bool ping, char *why, size_t size)
+/* A new request in the table: refs = table + caller; type is the frame
+ * that asks (RN_PING, RN_SPAWN, ...), quiet_start as in struct rn_spawn.
+ * NULL when the connection is dead (why) or out of memory. */
+static struct rn_req *rn_req_new(struct rn_conn *c, uint8_t type, bool quiet_start,
+				 char *why, size_t size)
 {
 	struct rn_req *r = calloc(1, sizeof(*r)); /* freed by rn_req_free() */
 
@@ -755,7 +757,10 @@ static struct rn_req *rn_req_new(struct rn_conn *c, bool ping, char *why, size_t
 		return NULL;
 	}
 	r->c = c;
-	r->ping = ping;
+	r->ping = type == RN_PING;
+	r->file = type == RN_FILE;
+	/* Set before the request is in the table, where the reader sees it. */
+	r->quiet_start = quiet_start || type == RN_KEXEC;
 	r->refs = 2;
 	r->ex.code = -1;
 	pthread_mutex_lock(&c->lock);
@@ -822,11 +827,9 @@ static int rn_request_as(struct rn_conn *c, uint8_t type, const void *payload, s
 	if (len > RN_MAX_PAYLOAD)
 		return snprintf(why, size, "the request takes more than %u bytes",
 				RN_MAX_PAYLOAD), 1;
-	r = rn_req_new(c, false, why, size);
+	r = rn_req_new(c, type, quiet_start, why, size);
 	if (!r)
 		return -1;
-	r->file = type == RN_FILE;
-	r->quiet_start = quiet_start || type == RN_KEXEC; /* set before the frame goes */
 	if (rn_write_frame(c, type, r->id, payload, len) < 0) {
 		rn_conn_alive(c, why, size);
 		rn_req_abort(r);
@@ -1045,7 +1048,7 @@ long rn_ping(struct rn_conn *c, int timeout_ms)
 	long us = -1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = rn_req_new(c, true, why, sizeof(why));
+	r = rn_req_new(c, RN_PING, false, why, sizeof(why));
 	if (!r)
 		return -1;
 	if (rn_write_frame(c, RN_PING, r->id, NULL, 0) < 0) {

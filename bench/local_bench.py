@@ -11,6 +11,13 @@ so drift hits all alike), on warm sandboxes:
                started per command: what a jail per command would cost
   bwrap_jail   the same with the options of a local jail (its /etc binds,
                /proc, /dev, /tmp, the sandbox user as root)
+  runner_jail  a SPAWN of `true` on sandgate-runner's own protocol, the runner
+               in a jail-like bwrap (no MCP, no JSON, no sandgate): the floor
+               of the local path
+  docker_exec  `docker exec CTR true` on a container of the bench's own (the
+               floor an agent without sandgate pays on Docker)
+  local_before with --before DIR: the local path of another build (its
+               sandgate, sandgate-runner and .libs), same rounds
 
 create-to-first-output, ms (n rounds): create_sandbox, then the first output
 of `echo hi` in it, through one `sandgate stdio`; for bwrap, the first byte
@@ -19,11 +26,12 @@ of `echo hi` from a new jail-like bwrap.
 Targets (issue 13, doc/performance.md): local run_command p50 <= 1.5 ms and
 create-to-first-output < 20 ms.  Not part of `make check`.
 
-usage: bench/local_bench.py [-n 200] [--creates 20] [--sandgate ./sandgate] [--no-docker] [--json]
+usage: bench/local_bench.py [-n 200] [--creates 20] [--sandgate ./sandgate] [--no-docker]
+                            [--before BUILD_DIR] [--json]
 """
-import argparse, json, os, pwd, subprocess, sys, time
+import argparse, json, os, pwd, shutil, subprocess, sys, time
 
-from benchlib import Server, summary
+from benchlib import RawRunner, Server, summary
 
 # What a local jail binds of /etc (plugins/local/jail.c, jail_etc).
 JAIL_ETC = ["alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
@@ -91,6 +99,27 @@ def first_output_bwrap(argv, user):
     return t
 
 
+class JailRunner(RawRunner):
+    """sandgate-runner --stdio in a jail-like bwrap, as the jail's user."""
+
+    def __init__(self, argv, user):
+        kw = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  bufsize=0, **kw)
+        self.id = 0
+        self.send(0x01, 0, self.field(1, (1 << 16).to_bytes(4, "big")))
+        if self.frame()[0] != 0x81:
+            raise RuntimeError("no HELLO from the jailed runner")
+
+
+def build_server(build, env):
+    e = dict(env, SANDGATE_PLUGIN_DIR=os.path.join(build, ".libs"),
+             SANDGATE_RUNNER=os.path.join(build, "sandgate-runner"))
+    s = Server([os.path.join(build, "sandgate"), "stdio"], e)
+    s.initialize("local-bench-before")
+    return s
+
+
 def first_output(srv, backend):
     t0 = time.perf_counter()
     sid = srv.tool("create_sandbox", {"backend": backend})["sandbox_id"]
@@ -109,6 +138,7 @@ def main():
     ap.add_argument("--sandgate", default="./sandgate")
     ap.add_argument("--no-docker", action="store_true", help="leave Docker out")
     ap.add_argument("--json", action="store_true", help="JSON only")
+    ap.add_argument("--before", help="another build directory, measured as local_before")
     a = ap.parse_args()
     env = dict(os.environ)
     env.setdefault("SANDGATE_PLUGIN_DIR", os.path.abspath(".libs"))
@@ -123,34 +153,65 @@ def main():
     mini = bwrap_min()
 
     paths = ["local"] + ([] if a.no_docker else ["docker"])
-    sids = {b: srv.tool("create_sandbox", {"backend": b})["sandbox_id"] for b in paths}
-    for sid in sids.values():
-        srv.tool("run_command", {"command": "true", "sandbox_id": sid})
-    cmd = {b: [] for b in paths + ["bwrap_min", "bwrap_jail"]}
+    srvs = {b: srv for b in paths}
+    old = build_server(a.before, env) if a.before else None
+    if old:
+        paths.append("local_before")
+        srvs["local_before"] = old
+    sids = {b: srvs[b].tool("create_sandbox", {"backend": b.split("_")[0]})["sandbox_id"]
+            for b in paths}
+    for b, sid in sids.items():
+        srvs[b].tool("run_command", {"command": "true", "sandbox_id": sid})
+    runner = os.path.join(os.path.dirname(os.path.abspath(a.sandgate)), "sandgate-runner")
+    shutil.copy(runner, os.path.join(ws, ".runner"))
+    jr = JailRunner(jail + ["/workspace/.runner", "--stdio"], user)
+    ctr = None
+    if not a.no_docker:
+        ctr = f"sg-local-bench-{os.getpid()}"
+        subprocess.run(["docker", "run", "-d", "--rm", "--name", ctr, "sandgate/base:1",
+                        "sleep", "3600"], stdout=subprocess.DEVNULL, check=True)
+    cmd = {b: [] for b in paths + ["runner_jail", "bwrap_min", "bwrap_jail"] +
+           (["docker_exec"] if ctr else [])}
     for i in range(a.n + 5):  # 5 warm-up rounds, not counted
-        for b in paths:
+        order = paths if i % 2 else paths[::-1]
+        for b in order:
             t0 = time.perf_counter()
-            srv.tool("run_command", {"command": "true", "sandbox_id": sids[b]})
+            srvs[b].tool("run_command", {"command": "true", "sandbox_id": sids[b]})
             if i >= 5:
                 cmd[b].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        jr.spawn(jr.field(10, b"true"))
+        if i >= 5:
+            cmd["runner_jail"].append((time.perf_counter() - t0) * 1000)
+        if ctr:
+            t0 = time.perf_counter()
+            subprocess.run(["docker", "exec", ctr, "true"], check=True)
+            if i >= 5:
+                cmd["docker_exec"].append((time.perf_counter() - t0) * 1000)
         for name, argv in (("bwrap_min", mini), ("bwrap_jail", jail)):
             t0 = time.perf_counter()
             run_bwrap(argv + ["/usr/bin/true"], user)
             if i >= 5:
                 cmd[name].append((time.perf_counter() - t0) * 1000)
-    for sid in sids.values():
-        srv.tool("kill_sandbox", {"sandbox_id": sid})
+    for b, sid in sids.items():
+        srvs[b].tool("kill_sandbox", {"sandbox_id": sid})
+    jr.close()
+    os.unlink(os.path.join(ws, ".runner"))
+    if ctr:
+        subprocess.run(["docker", "rm", "-f", ctr], stdout=subprocess.DEVNULL)
 
     create = {b: [] for b in paths + ["bwrap_jail"]}
     for i in range(a.creates + 1):  # 1 warm-up round
-        for b in paths:
-            t = first_output(srv, b)
+        for b in (paths if i % 2 else paths[::-1]):
+            t = first_output(srvs[b], b.split("_")[0])
             if i:
                 create[b].append(t)
         t = first_output_bwrap(jail, user)
         if i:
             create["bwrap_jail"].append(t)
     srv.close()
+    if old:
+        old.close()
     os.rmdir(ws)
 
     res = {"run_command_true": {k: summary(v) for k, v in cmd.items()},

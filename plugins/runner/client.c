@@ -35,6 +35,7 @@ struct rn_req {
 	int efd;                    /* eventfd: news for the waiter */
 	bool ping;
 	bool file;                  /* a FILE request: one FILE answer ends it */
+	bool quiet_start;           /* STARTED is filed without waking the waiter */
 	/* Guarded by c->lock: */
 	int refs;                   /* the table's (while running) + the caller's */
 	bool in_table;
@@ -454,7 +455,11 @@ static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 	}
 	if (rc == 0 && r->state != RN_REQ_RUNNING && rn_unlink_locked(c, r))
 		gone = r;
-	rn_wake(r);
+	/* A one-shot command's waiter needs its output and its end, not its
+	 * start: a wake-up for nothing is a thread hand-off on the path of
+	 * every command, and on a loaded machine a scheduling wait. */
+	if (h->type != RN_R_STARTED || rc != 0 || !r->quiet_start)
+		rn_wake(r);
 	pthread_mutex_unlock(&c->lock);
 	if (gone)
 		rn_req_free(gone);
@@ -735,9 +740,11 @@ bool rn_conn_has_cap(struct rn_conn *c, const char *name)
 
 /* ---- requests ------------------------------------------------------------------------ */
 
-/* A new request in the table: refs = table + caller.  NULL when the
- * connection is dead (why) or out of memory. */
-static struct rn_req *rn_req_new(struct rn_conn *c, bool ping, char *why, size_t size)
+/* A new request in the table: refs = table + caller; type is the frame
+ * that asks (RN_PING, RN_SPAWN, ...), quiet_start as in struct rn_spawn.
+ * NULL when the connection is dead (why) or out of memory. */
+static struct rn_req *rn_req_new(struct rn_conn *c, uint8_t type, bool quiet_start,
+				 char *why, size_t size)
 {
 	struct rn_req *r = calloc(1, sizeof(*r)); /* freed by rn_req_free() */
 
@@ -750,7 +757,10 @@ static struct rn_req *rn_req_new(struct rn_conn *c, bool ping, char *why, size_t
 		return NULL;
 	}
 	r->c = c;
-	r->ping = ping;
+	r->ping = type == RN_PING;
+	r->file = type == RN_FILE;
+	/* Set before the request is in the table, where the reader sees it. */
+	r->quiet_start = quiet_start || type == RN_KEXEC;
 	r->refs = 2;
 	r->ex.code = -1;
 	pthread_mutex_lock(&c->lock);
@@ -808,8 +818,8 @@ static void rn_spawn_fields(struct rn_buf *b, const struct rn_spawn *sp)
 		rn_put_u32(b, RN_F_STATUS_FD, (uint32_t)sp->status_fd);
 }
 
-int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
-	       struct rn_req **out, char *why, size_t size)
+static int rn_request_as(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+			 bool quiet_start, struct rn_req **out, char *why, size_t size)
 {
 	struct rn_req *r;
 
@@ -817,10 +827,9 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	if (len > RN_MAX_PAYLOAD)
 		return snprintf(why, size, "the request takes more than %u bytes",
 				RN_MAX_PAYLOAD), 1;
-	r = rn_req_new(c, false, why, size);
+	r = rn_req_new(c, type, quiet_start, why, size);
 	if (!r)
 		return -1;
-	r->file = type == RN_FILE;
 	if (rn_write_frame(c, type, r->id, payload, len) < 0) {
 		rn_conn_alive(c, why, size);
 		rn_req_abort(r);
@@ -828,6 +837,12 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	}
 	*out = r;
 	return 0;
+}
+
+int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+	       struct rn_req **out, char *why, size_t size)
+{
+	return rn_request_as(c, type, payload, len, false, out, why, size);
 }
 
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
@@ -844,7 +859,7 @@ int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 			 "%u bytes", RN_MAX_PAYLOAD);
 		return 1;
 	}
-	rc = rn_request(c, RN_SPAWN, b.data, b.len, out, why, size);
+	rc = rn_request_as(c, RN_SPAWN, b.data, b.len, sp->quiet_start, out, why, size);
 	rn_buf_free(&b);
 	return rc;
 }
@@ -1033,7 +1048,7 @@ long rn_ping(struct rn_conn *c, int timeout_ms)
 	long us = -1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = rn_req_new(c, true, why, sizeof(why));
+	r = rn_req_new(c, RN_PING, false, why, sizeof(why));
 	if (!r)
 		return -1;
 	if (rn_write_frame(c, RN_PING, r->id, NULL, 0) < 0) {

@@ -100,6 +100,8 @@ struct rn_spawn {
 	uint64_t cap;              /* bytes per stream the runner forwards; 0: all */
 	unsigned mode;             /* RN_MODE_* */
 	int status_fd;             /* with RN_MODE_STATUS */
+	bool quiet_start;          /* STARTED alone does not wake the waiter: for a
+				    * caller that waits for output or the end only */
 };
 
 enum rn_req_state {
@@ -126,9 +128,10 @@ int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 
 /* Sends a request of another type (RN_KEXEC: kernel_client.c builds it;
  * RN_FILE: rfiles.c) with a new id; its answers are handled as a SPAWN's,
- * KEVENT lines being data on channel RN_R_KEVENT, except that a FILE
- * request gets no STARTED: its one FILE answer is data on channel RN_R_FILE
- * and ends it (RN_REQ_DONE).  Returns 0 and the caller's reference in
+ * KEVENT lines being data on channel RN_R_KEVENT, except that a KEXEC's
+ * STARTED wakes nobody (as with quiet_start: the caller waits for events)
+ * and a FILE request gets no STARTED: its one FILE answer is data on
+ * channel RN_R_FILE and ends it (RN_REQ_DONE).  Returns 0 and the caller's reference in
  * *out, -1 with why when the connection is dead, 1 when the payload does not
  * fit in a frame. */
 int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,

@@ -223,7 +223,8 @@ static int rnc_run(struct rnc_site *s, struct rn_conn *rc, const struct rnc_cmd 
 		   const struct sg_call *call, struct sg_exec_result *res, struct sg_err *err)
 {
 	const struct sg_host_api *host = s->host;
-	struct rn_spawn sp = { .timeout_ms = c->timeout_ms, .cap = c->cap };
+	struct rn_spawn sp = { .timeout_ms = c->timeout_ms, .cap = c->cap,
+			       .quiet_start = true }; /* rnc_wait wants output and the end */
 	struct rnc_sink sink = { .host = host, .res = res,
 				 .cap = c->cap ? c->cap : SG_OUTPUT_CAP_DEFAULT };
 	const char *sh[4];

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +102,25 @@ void sg_mem_hold(size_t n)
 	pthread_mutex_lock(&lock);
 	used += n;
 	pthread_mutex_unlock(&lock);
+}
+
+void sg_mem_trim_idle(void)
+{
+#if defined(__GLIBC__)
+	static pthread_mutex_t tlock = PTHREAD_MUTEX_INITIALIZER;
+	static struct timespec last;
+	struct timespec now;
+	bool due;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&tlock);
+	due = now.tv_sec - last.tv_sec >= 1;
+	if (due)
+		last = now;
+	pthread_mutex_unlock(&tlock);
+	if (due)
+		malloc_trim(0);
+#endif
 }
 
 void sg_mem_release(size_t n)

@@ -22,6 +22,10 @@ void sg_mem_hold(size_t n);
 /* Gives back n bytes reserved with sg_mem_reserve(); when a large amount
  * comes back, freed memory is returned to the system. */
 void sg_mem_release(size_t n);
+/* Returns freed memory to the system (malloc_trim on glibc), at most once
+ * a second: called when the last call in flight ends, so the arenas of a
+ * burst of worker threads do not stay with the process. */
+void sg_mem_trim_idle(void);
 /* The budget in bytes: [server] memory_budget, or when unset (or 0) a
  * quarter of the machine's memory between 256 MiB and 4 GiB. */
 size_t sg_mem_budget(void);

@@ -104,6 +104,13 @@ void sg_mem_hold(size_t n)
 	pthread_mutex_unlock(&lock);
 }
 
+void sg_mem_init(void)
+{
+#if defined(__GLIBC__)
+	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+#endif
+}
+
 void sg_mem_trim_idle(void)
 {
 #if defined(__GLIBC__)

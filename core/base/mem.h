@@ -22,6 +22,12 @@ void sg_mem_hold(size_t n);
 /* Gives back n bytes reserved with sg_mem_reserve(); when a large amount
  * comes back, freed memory is returned to the system. */
 void sg_mem_release(size_t n);
+/* Called once at startup, before any thread: buffers of 1 MiB and more
+ * get pages of their own (glibc M_MMAP_THRESHOLD, fixed, so it does not
+ * grow to 32 MiB after the first large free), which go back to the system
+ * as soon as they are freed, on whichever thread frees them (a reply's
+ * text is freed by the HTTP daemon after it was sent). */
+void sg_mem_init(void);
 /* Returns freed memory to the system (malloc_trim on glibc), at most once
  * a second: called when the last call in flight ends, so the arenas of a
  * burst of worker threads do not stay with the process. */

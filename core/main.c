@@ -13,6 +13,7 @@
 #include "core/cli/cli.h"
 #include "core/cli/progress.h"
 #include "core/base/conf.h"
+#include "core/base/mem.h"
 #include "core/base/err.h"
 #include "core/base/keys.h"
 #include "core/base/log.h"
@@ -235,6 +236,7 @@ static int setup(const struct cli *c, bool server)
 	int lvl, rc;
 
 	sg_core_keys_register();
+	sg_mem_init();
 	if (sg_config_load(c->config, &err) < 0) {
 		fprintf(stderr, "sandgate: %s\n", err.msg);
 		return EXIT_CONFIG;

@@ -68,6 +68,8 @@ static const struct sg_config_key server_keys[] = {
 	  .help = "tool calls served at once across all sessions" },
 	{ .key = "max_result_bytes", .def = "81920", .accepts = "uint",
 	  .help = "text one tool result carries inline (about 20k tokens); what is cut is said in its cut field (doc/results.md)" },
+	{ .key = "memory_budget", .def = "0", .accepts = "uint",
+	  .help = "bytes the calls in flight may hold at once (files read and written, command output, results being built); a call past it waits up to 2 s, then is refused; 0: a quarter of the machine's memory, from 256 MiB to 4 GiB" },
 	{ .key = "max_message_bytes", .def = "268435456", .accepts = "uint",
 	  .help = "largest JSON-RPC message accepted" },
 	{ .key = "shutdown_grace", .def = "10", .accepts = "uint",

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/protocol/call.h"
+#include "core/base/mem.h"
 #include "core/base/util.h"
 
 struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
@@ -77,7 +78,27 @@ void sg_call_free(struct sg_call *c)
 	if (c->efd >= 0)
 		efd_put(c->efd);
 	pthread_mutex_destroy(&c->lock);
+	sg_mem_release(c->mem_held);
 	free(c);
+}
+
+void sg_call_mem_hold(struct sg_call *c, size_t n)
+{
+	if (!c || !n)
+		return;
+	sg_mem_hold(n);
+	c->mem_held += n;
+}
+
+/* Only the call's own thread reserves, so mem_held needs no lock. */
+int sg_call_mem_reserve(struct sg_call *c, size_t n, struct sg_err *err)
+{
+	if (!c || !n)
+		return 0;
+	if (sg_mem_reserve(n, err) < 0)
+		return -1;
+	c->mem_held += n;
+	return 0;
 }
 
 void sg_call_cancel(struct sg_call *c)

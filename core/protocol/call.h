@@ -27,6 +27,7 @@ struct sg_call {
 	double last_progress;
 	pthread_mutex_t lock;        /* guards last_progress */
 	void *transport_ctx;         /* per-request transport state (HTTP SSE) */
+	size_t mem_held;             /* bytes of [server] memory_budget held, given back by sg_call_free */
 	struct sg_call *next;        /* session's in-flight list */
 };
 
@@ -35,6 +36,16 @@ struct sg_call {
 struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
 			    const char *method);
 void sg_call_free(struct sg_call *c);
+
+/* Reserves n more bytes of the server's memory budget for c (core/base/mem.h:
+ * waits briefly, then fails with SG_E_BUSY naming [server] memory_budget).
+ * What c holds is given back when it is freed.  c may be NULL (a call of
+ * no session): then nothing is reserved. */
+int sg_call_mem_reserve(struct sg_call *c, size_t n, struct sg_err *err);
+
+/* Counts n bytes c holds already against the budget, without waiting or
+ * refusing (sg_mem_hold). */
+void sg_call_mem_hold(struct sg_call *c, size_t n);
 
 /* Marks c cancelled and wakes anyone polling its eventfd.  Idempotent. */
 void sg_call_cancel(struct sg_call *c);

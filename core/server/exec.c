@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "core/base/conf.h"
+#include "core/base/mem.h"
 #include "core/server/exec.h"
 
 /* At most POOL_IDLE_MAX workers wait for a job, each at most POOL_IDLE_S
@@ -50,9 +51,18 @@ static void *worker(void *arg)
 	for (;;) {
 		struct timespec until;
 
+		bool last;
+
 		job->run(job);
 		pthread_mutex_lock(&lock);
 		release_locked();
+		last = running == 0;
+		pthread_mutex_unlock(&lock);
+		/* The last call of a burst ends: its threads' freed memory
+		 * goes back to the system. */
+		if (last)
+			sg_mem_trim_idle();
+		pthread_mutex_lock(&lock);
 		job = NULL;
 		if (!stopping && idle < POOL_IDLE_MAX) {
 			idle++;

@@ -187,6 +187,10 @@ static int tool_run_command(struct sg_tool_ctx *t, json_t *args, json_t **result
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
+	/* The output is held already (up to [sandbox] output_cap a stream):
+	 * counted, so other calls wait for it, but never refused after the
+	 * command ran. */
+	sg_call_mem_hold(t->call, res.out.len + res.err.len);
 	*result = exec_result_json(e, t->call, &res);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
@@ -238,6 +242,29 @@ static json_t *read_page(struct sg_entry *e, const char *full, const struct sg_b
 	return r;
 }
 
+/* Reserves what a read holds ([server] memory_budget): the whole file
+ * (the backend reads it all), and the page three times over (the result's
+ * string, the reply's text and the transport's copy), base64 a third more.
+ * A file that cannot be looked at first reserves the most a read moves. */
+static int reserve_read(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
+			size_t offset, size_t limit, bool b64, struct sg_err *err)
+{
+	struct sg_stat st = { 0 };
+	struct sg_err serr = { 0 };
+	size_t size = file_cap(), page;
+
+	if (sg_m_file_stat(e, full, t->call, &st, &serr) == 0 && st.size < size)
+		size = (size_t)st.size;
+	else if (serr.code == SG_E_NOTFOUND)
+		return 0; /* the read says so, not the budget */
+	page = offset < size ? size - offset : 0;
+	if (page > limit)
+		page = limit;
+	if (b64)
+		page += page / 3 + 4;
+	return sg_call_mem_reserve(t->call, size + 3 * page, err);
+}
+
 static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			  struct sg_err *err)
 {
@@ -265,6 +292,8 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
 	full = machine_path(e, path);
+	if (reserve_read(t, e, full, (size_t)offset, (size_t)limit, b64, err) < 0)
+		goto out;
 	if (sg_m_file_read(e, full, file_cap(), t->call, &buf, err) < 0) {
 		file_failed_fix(err, "list_files shows what is there");
 		sg_tool_machine_failed(t, e, err);
@@ -320,6 +349,10 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 			len, file_cap());
 		goto out;
 	}
+	/* The content is held already; reserving it keeps other calls from
+	 * growing past the budget while this one moves it. */
+	if (sg_call_mem_reserve(t->call, len + (decoded ? len : 0), err) < 0)
+		goto out;
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
 	full = machine_path(e, path);

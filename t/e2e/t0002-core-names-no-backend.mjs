@@ -11,11 +11,16 @@ import { t } from '../lib/sg.mjs';
 
 const src = process.env.SG_TEST_SRCDIR;
 
-// The backends: every plugin folder (but the in-sandbox runner, which is
-// not one), and local, which ships as plugins/local.
+// The backends: every plugin folder whose code defines the sg_backend
+// descriptor (not the runner, nor code the plugins share), and local.
 const names = new Set(['local']);
-for (const d of fs.readdirSync(path.join(src, 'plugins'), { withFileTypes: true }))
-  if (d.isDirectory() && d.name !== 'runner') names.add(d.name);
+for (const d of fs.readdirSync(path.join(src, 'plugins'), { withFileTypes: true })) {
+  if (!d.isDirectory()) continue;
+  const dir = path.join(src, 'plugins', d.name);
+  if (fs.readdirSync(dir).some((f) => f.endsWith('.c') &&
+      /struct sg_backend sg_backend\b/.test(fs.readFileSync(path.join(dir, f), 'utf8'))))
+    names.add(d.name);
+}
 
 // C source without comments, string literals kept, line numbers intact.
 function code(text) {

@@ -4,10 +4,11 @@
 // on.  Concurrent creations never pass a quota.
 import fs from 'node:fs';
 import path from 'node:path';
-import { t, preflight, tmpdir, errorText, waitFor } from '../lib/sg.mjs';
+import { t, preflight, tmpdir, errorText, waitFor, runCli } from '../lib/sg.mjs';
 import { startHttp, connect, request, INIT } from '../http/lib.mjs';
 
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
+const LOCAL_ENV = { SANDGATE_SANDBOX_DEFAULT_BACKEND: 'local' };
 const hostDir = (sb) => sb.url.replace(/^file:\/\//, '');
 const env = async (c, action, params = {}) => c.call('sandbox_env', { action, params });
 
@@ -76,5 +77,19 @@ t.run(async () => {
   const race = await Promise.all([0, 1].map(() => env(a1, 'shell_new', { machine: sa.sandbox_id })));
   t.is(race.filter((x) => !x.isError).length, 1, 'two concurrent shell_new for one free shell: exactly one opens');
   t.is(race.filter((x) => /\(2 of 2, \[server\] quota_shells\)/.test(errorText(x))).length, 1, 'the other names the quota');
+
+  // ---- sandgate status: each credential's use, by its hash (the server writes it once a second)
+  const want = (c) => c.sessions === 2 && c.sandboxes === 2 && c.shells === 2;
+  let st, mine;
+  await waitFor(async () => {
+    st = await runCli(['status', '--json'], LOCAL_ENV);
+    mine = JSON.parse(st.stdout).servers?.find((x) => x.pid === http.pid);
+    return mine?.credentials?.some(want);
+  }, 10000);
+  t.ok(mine?.credentials?.some(want), 'status --json: A holds 2 sessions, 2 sandboxes, 2 shells', mine);
+  t.ok(mine?.credentials?.length === 2 && mine.credentials.every((c) => /^[0-9a-f]{16}$/.test(c.credential)), 'status: two credentials, each by a 16-digit hash', mine);
+  const text = await runCli(['status'], LOCAL_ENV);
+  t.like(text.stdout, /credential [0-9a-f]{16}: 2 sessions, 0 calls, 2 sandboxes, 2 shells/, 'status (text) shows A\'s use');
+  t.ok(![TA, TB].some((tok) => st.stdout.includes(tok) || text.stdout.includes(tok)), 'status never shows a token');
   await b1.close(); await a1.close(); await a3.close();
 });

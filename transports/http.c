@@ -76,6 +76,7 @@
 #include <microhttpd.h>
 
 #include "core/base/log.h"
+#include "core/base/quota.h"
 #include "core/base/util.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/protocol/session.h"
@@ -550,6 +551,7 @@ static void shutdown_server(void)
 			struct hsess *hs = http_srv.table[i];
 
 			http_srv.table[i] = hs->next;
+			sg_quota_give(hs->s->owner, SG_QUOTA_SESSIONS);
 			hs->next = all;
 			all = hs;
 		}

@@ -156,7 +156,7 @@ void http_conns_tick(int64_t now, int64_t timeout_ms);
 /* http_sessions.c: the session table */
 struct hsess *http_hsess_new(const char *owner);
 void http_hsess_unref(struct hsess *hs);
-int http_table_add(struct hsess *hs);
+int http_table_add(struct hsess *hs, struct sg_err *err);
 struct hsess *http_table_find(const char *id, const char *owner);
 bool http_table_full(void);
 bool http_table_remove(struct hsess *hs);

@@ -46,6 +46,7 @@ static int post_new_session(struct req *r)
 static bool post_register(struct req *r)
 {
 	struct sg_session *s = r->hs->s;
+	struct sg_err err;
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
@@ -53,10 +54,11 @@ static bool post_register(struct req *r)
 	pthread_mutex_unlock(&s->lock);
 	if (!ok)
 		return false;
-	if (http_table_add(r->hs) < 0) {
-		sg_http_fail(&r->v, MHD_HTTP_SERVICE_UNAVAILABLE,
-		     "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
-		     http_srv.conf.max_sessions);
+	if (http_table_add(r->hs, &err) < 0) {
+		/* 429 for the credential's own quota (it can free one), 503 for
+		 * the server's cap (doc/http.md) */
+		sg_http_fail(&r->v, err.code == SG_E_BUSY ? MHD_HTTP_TOO_MANY_REQUESTS
+							  : MHD_HTTP_SERVICE_UNAVAILABLE, "%s", err.msg);
 		return false;
 	}
 	SG_DEBUG("http: session %s started for %s", s->hash, s->owner);

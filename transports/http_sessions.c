@@ -8,6 +8,7 @@
 
 #include <openssl/crypto.h>
 
+#include "core/base/quota.h"
 #include "core/base/util.h"
 #include "transports/http_internal.h"
 
@@ -94,13 +95,22 @@ bool http_table_full(void)
 	return full;
 }
 
-/* Adds hs; the table takes a reference.  Returns -1 when full or stopping. */
-int http_table_add(struct hsess *hs)
+/* Adds hs; the table takes a reference and hs one of its credential's
+ * [server] quota_sessions, given back where it leaves the table.  Returns
+ * 0; -1 when full or stopping (err SG_E_UNAVAILABLE), or when the
+ * credential is at its quota (err SG_E_BUSY, from sg_quota_take()). */
+int http_table_add(struct hsess *hs, struct sg_err *err)
 {
 	size_t i;
 
 	pthread_mutex_lock(&http_srv.lock);
 	if (http_srv.stopping || http_srv.n_sessions >= http_srv.conf.max_sessions) {
+		pthread_mutex_unlock(&http_srv.lock);
+		return sg_errf(err, SG_E_UNAVAILABLE,
+			       "too many sessions (%d, [server] max_sessions): end one with DELETE or retry later",
+			       http_srv.conf.max_sessions);
+	}
+	if (sg_quota_take(hs->s->owner, SG_QUOTA_SESSIONS, err) < 0) {
 		pthread_mutex_unlock(&http_srv.lock);
 		return -1;
 	}
@@ -125,6 +135,7 @@ bool http_table_remove(struct hsess *hs)
 			*pp = hs->next;
 			hs->next = NULL;
 			http_srv.n_sessions--;
+			sg_quota_give(hs->s->owner, SG_QUOTA_SESSIONS);
 			found = true;
 			break;
 		}
@@ -231,6 +242,7 @@ void http_janitor_tick(void)
 			hs->next = expired;
 			expired = hs;
 			http_srv.n_sessions--;
+			sg_quota_give(hs->s->owner, SG_QUOTA_SESSIONS);
 		}
 	}
 	pthread_mutex_unlock(&http_srv.lock);

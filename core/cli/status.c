@@ -14,6 +14,7 @@
 #include "core/base/conf.h"
 #include "core/base/err.h"
 #include "core/registry/plugin.h"
+#include "core/registry/usage.h"
 #include "core/tools/registry.h"
 #include "core/base/util.h"
 
@@ -25,7 +26,9 @@ static const char status_help[] =
 	"plugins loaded, with their version and ABI, and the ones that failed; the tools;\n"
 	"whether each backend is usable now; and which MCP clients have a sandgate entry\n"
 	"and whether it runs this binary (vscode and claude-code: in --workspace, default\n"
-	"the current directory).  sandgate never prints a secret.\n"
+	"the current directory); and what each credential holds in each sandgate serving\n"
+	"now (by the hash of the credential, never the token; updated once a second).\n"
+	"sandgate never prints a secret.\n"
 	"\n"
 	"Exit status: 0 when the default backend ([sandbox] default_backend) is loaded\n"
 	"and not known to be unusable, 1 when it is not, 3 when the configuration is\n"
@@ -309,6 +312,27 @@ static void print_details(const json_t *d)
 		putchar('\n');
 }
 
+/* Each running sandgate's use per credential (by hash, never the token). */
+static void print_usage(const json_t *servers)
+{
+	const json_t *srv, *c;
+	size_t i, j;
+
+	printf("in use:     %s\n", json_array_size(servers) ? "(per credential: sessions, calls in flight, sandboxes, shells; [server] quota_*)"
+							: "no sandgate serving");
+	json_array_foreach(servers, i, srv) {
+		printf("  pid %lld:%s\n", (long long)json_integer_value(json_object_get(srv, "pid")),
+		       json_array_size(json_object_get(srv, "credentials")) ? "" : " nothing held");
+		json_array_foreach(json_object_get(srv, "credentials"), j, c)
+			printf("    credential %s: %lld sessions, %lld calls, %lld sandboxes, %lld shells\n",
+			       json_string_value(json_object_get(c, "credential")),
+			       (long long)json_integer_value(json_object_get(c, "sessions")),
+			       (long long)json_integer_value(json_object_get(c, "calls")),
+			       (long long)json_integer_value(json_object_get(c, "sandboxes")),
+			       (long long)json_integer_value(json_object_get(c, "shells")));
+	}
+}
+
 static void print_text(const json_t *st)
 {
 	const json_t *cfg = json_object_get(st, "config"), *v, *x;
@@ -384,6 +408,7 @@ static void print_text(const json_t *st)
 		else
 			print_entries(es);
 	}
+	print_usage(json_object_get(st, "servers"));
 }
 
 int sg_cmd_status(int argc, char **argv, const char *config, bool json)
@@ -421,6 +446,7 @@ int sg_cmd_status(int argc, char **argv, const char *config, bool json)
 		       clients_json(workspace));
 	rc = *invalid ? SG_CLI_CONFIG : json_is_true(json_object_get(def, "ok")) ? SG_CLI_OK : SG_CLI_FAIL;
 	json_object_set_new(st, "exit_status", json_integer(rc));
+	json_object_set_new(st, "servers", sg_usage_read_all());
 	if (com.json) {
 		text = sg_json_text(st, 2);
 		fputs(text, stdout);

@@ -12,6 +12,7 @@
 #include "core/base/conf.h"
 #include "core/base/err.h"
 #include "core/base/log.h"
+#include "core/base/quota.h"
 #include "core/registry/machine.h"
 #include "core/registry/plugin.h"
 #include "core/registry/provision.h"
@@ -142,6 +143,10 @@ static void entry_unlink_locked(struct sg_entry *e)
 		if (*pp == e) {
 			*pp = e->next;
 			e->refs--; /* the registry's reference */
+			/* out of the registry: no longer the credential's */
+			if (e->quota_held)
+				sg_quota_give(e->cred, SG_QUOTA_SANDBOXES);
+			e->quota_held = false;
 			return;
 		}
 	}
@@ -540,6 +545,10 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 		}
 		return -1;
 	}
+	/* Counted before the backend makes it: concurrent creations of one
+	 * credential cannot pass the quota together. */
+	if (sg_quota_take(s->owner, SG_QUOTA_SANDBOXES, err) < 0)
+		return -1;
 	e = entry_new(p);
 	snprintf(e->name, sizeof(e->name), "%s", req->name ? req->name : "");
 	sg_err_clear(err);
@@ -547,10 +556,12 @@ int sg_machine_create(struct sg_session *s, const char *backend,
 	if (!e->bound || !has_id(e, err)) {
 		explain(err, "create", e);
 		entry_free(e);
+		sg_quota_give(s->owner, SG_QUOTA_SANDBOXES);
 		return -1;
 	}
 	snprintf(e->session_hash, sizeof(e->session_hash), "%s", s->hash);
 	snprintf(e->cred, sizeof(e->cred), "%s", s->owner);
+	e->quota_held = true;
 	e->ephemeral = !req->persistent;
 	e->lifetime_s = req->persistent ? 0 : req->lifetime_s;
 	e->env = strv_copy(req->env);

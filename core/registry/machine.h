@@ -36,6 +36,7 @@ struct sg_entry {
 	char *str[4];           /* the strings of m (enum sg_machine_field), owned */
 	char session_hash[17];  /* creating session, "" for adopted orphans */
 	char cred[96];          /* credential key of the creator */
+	bool quota_held;        /* holds one of cred's [server] quota_sandboxes (reg lock) */
 	bool ephemeral;         /* destroyed with its session or at expiry */
 	bool adopted;           /* its sandgate died; ours until it expires */
 	unsigned lifetime_s;    /* idle lifetime; 0: none */

@@ -7,6 +7,7 @@
 #include "core/base/log.h"
 #include "core/registry/machine.h"
 #include "core/registry/reaper.h"
+#include "core/registry/usage.h"
 
 static pthread_t reaper_thread;
 static pthread_mutex_t reaper_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -28,6 +29,7 @@ static void *reaper_main(void *arg)
 		pthread_mutex_unlock(&reaper_lock);
 		sg_machine_save_touches();
 		sg_machine_reap_expired();
+		sg_usage_save();
 		pthread_mutex_lock(&reaper_lock);
 	}
 	pthread_mutex_unlock(&reaper_lock);
@@ -62,4 +64,5 @@ void sg_reaper_stop(void)
 	pthread_join(reaper_thread, NULL);
 	pthread_cond_destroy(&reaper_cond);
 	reaper_running = false;
+	sg_usage_remove();
 }

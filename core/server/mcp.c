@@ -21,6 +21,7 @@
 #include "core/base/conf.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/base/log.h"
+#include "core/base/quota.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
 #include "core/protocol/session.h"
@@ -163,6 +164,9 @@ static void run_job(struct sg_exec_job *ex)
 
 	result = sg_tool_call(&t, job->tool, job->args);
 	atomic_store(&call->done, true);
+	/* given back before the reply: a client that sends its next call on
+	 * the answer finds the quota free */
+	sg_quota_give(s->owner, SG_QUOTA_CALLS);
 	took = sg_now_ms() - t0;
 	cancelled = sg_call_cancelled(call);
 	/* The row is queued before the reply, so a client that queries the log
@@ -199,6 +203,7 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	json_t *token = json_object_get(meta, "progressToken"), *id;
 	const struct sg_tool *tool;
 	struct tool_job *job;
+	struct sg_err qerr;
 
 	if (!name)
 		return sg_rpc_error(m->id, SG_RPC_INVALID_PARAMS,
@@ -222,9 +227,15 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 				    "tools/call params.arguments must be an object", NULL);
 	if (token && !json_is_string(token) && !json_is_integer(token))
 		token = NULL;
-	if (sg_exec_admit() < 0)
+	/* The credential's quota first: one at its quota takes none of the
+	 * server's slots from the others. */
+	if (sg_quota_take(s->owner, SG_QUOTA_CALLS, &qerr) < 0)
+		return sg_rpc_error(m->id, SG_RPC_INTERNAL_ERROR, qerr.msg, NULL);
+	if (sg_exec_admit() < 0) {
+		sg_quota_give(s->owner, SG_QUOTA_CALLS);
 		return sg_rpc_error(m->id, SG_RPC_INTERNAL_ERROR,
 				    "too many tool calls in flight: retry shortly, or raise [server] max_calls", NULL);
+	}
 	job = sg_xcalloc(1, sizeof(*job));
 	/* The call gets copies of the id and token (the arguments are taken
 	 * out of the message, below): a reference shared with the message
@@ -256,6 +267,7 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	 * another thread read on (stdio): no wake-up of a second thread on the
 	 * call's way in. */
 	if (sg_exec_start(&job->ex, !rt->batch && s->ops->handoff && s->ops->handoff(s->ctx)) < 0) {
+		sg_quota_give(s->owner, SG_QUOTA_CALLS);
 		sg_session_call_remove(s, job->call);
 		sg_call_free(job->call);
 		json_decref(job->args);

@@ -65,6 +65,8 @@ struct sg_shell {
 	bool is_default;            /* guarded by reg_lock */
 	bool removed;               /* guarded by reg_lock */
 	int refs;                   /* guarded by reg_lock */
+	char quota_owner[96];       /* credential holding one of its [server] quota_shells for it */
+	bool quota_held;            /* guarded by reg_lock */
 	int64_t created_ms;
 	struct sg_shell *next;
 

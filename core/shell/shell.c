@@ -19,6 +19,7 @@
 #include "core/protocol/call.h"
 #include "core/base/err.h"
 #include "core/base/log.h"
+#include "core/base/quota.h"
 #include "core/registry/machine.h"
 #include "core/protocol/session.h"
 #include "core/shell/shell.h"
@@ -382,12 +383,18 @@ struct sg_entry *sg_shell_machine(const struct sg_shell *sh)
 
 /* Makes and starts a shell on e and registers it.  Returns a reference. */
 static struct sg_shell *shell_create(struct sg_entry *e, const char *purpose, bool is_default,
-				     struct sg_err *err)
+				     const char *owner, struct sg_err *err)
 {
-	struct sg_shell *sh = sg_xcalloc(1, sizeof(*sh));
+	struct sg_shell *sh;
 	pthread_condattr_t ca;
 	char hex[13];
 
+	/* Counted before bash starts: concurrent creations of one credential
+	 * cannot pass the quota together. */
+	if (sg_quota_take(owner, SG_QUOTA_SHELLS, err) < 0)
+		return NULL;
+	sh = sg_xcalloc(1, sizeof(*sh));
+	snprintf(sh->quota_owner, sizeof(sh->quota_owner), "%s", owner);
 	sg_random_hex(hex, 6);
 	snprintf(sh->id, sizeof(sh->id), "sh_%s", hex);
 	sg_machine_ref(e);
@@ -409,9 +416,11 @@ static struct sg_shell *shell_create(struct sg_entry *e, const char *purpose, bo
 	sh->state = SH_BOOT;
 	if (shell_start(sh, err) < 0) {
 		shell_free(sh);
+		sg_quota_give(owner, SG_QUOTA_SHELLS);
 		return NULL;
 	}
 	pthread_mutex_lock(&reg_lock);
+	sh->quota_held = true;
 	sh->is_default = is_default;
 	sh->refs++; /* the registry's */
 	sh->next = shells;
@@ -432,6 +441,9 @@ static bool shell_unlink(struct sg_shell *sh)
 			*pp = sh->next;
 			sh->removed = true;
 			did = true;
+			if (sh->quota_held)
+				sg_quota_give(sh->quota_owner, SG_QUOTA_SHELLS);
+			sh->quota_held = false;
 			break;
 		}
 	}
@@ -439,14 +451,20 @@ static bool shell_unlink(struct sg_shell *sh)
 	return did;
 }
 
+/* The credential whose quota a new shell counts in: the caller's, or the
+ * machine's creator when no call asks (a session's own clean-up). */
+static const char *shell_owner(const struct sg_entry *e, const struct sg_call *call)
+{
+	return call && call->session ? call->session->owner : e->cred;
+}
+
 struct sg_shell *sg_shell_new(struct sg_entry *e, const char *purpose, struct sg_call *call,
 			      struct sg_err *err)
 {
 	struct sg_shell *sh;
 
-	(void)call;
 	pthread_mutex_lock(&create_lock);
-	sh = shell_create(e, purpose, false, err);
+	sh = shell_create(e, purpose, false, shell_owner(e, call), err);
 	pthread_mutex_unlock(&create_lock);
 	return sh;
 }
@@ -455,7 +473,6 @@ struct sg_shell *sg_shell_default(struct sg_entry *e, struct sg_call *call, stru
 {
 	struct sg_shell *sh = NULL;
 
-	(void)call;
 	pthread_mutex_lock(&create_lock);
 	pthread_mutex_lock(&reg_lock);
 	for (struct sg_shell *s = shells; s; s = s->next) {
@@ -467,7 +484,7 @@ struct sg_shell *sg_shell_default(struct sg_entry *e, struct sg_call *call, stru
 	}
 	pthread_mutex_unlock(&reg_lock);
 	if (!sh)
-		sh = shell_create(e, "default", true, err);
+		sh = shell_create(e, "default", true, shell_owner(e, call), err);
 	pthread_mutex_unlock(&create_lock);
 	return sh;
 }

@@ -7,7 +7,11 @@
 # 1. autoreconf -fi
 # 2. build-ci/:  ../configure --enable-werror; make -j2; make check; make
 #                fuzz-smoke (every libFuzzer target a few seconds, t/fuzz)
-# 3. build-san/: ../configure --enable-werror --enable-sanitizer=address,undefined;
+# 3. build-ci/: make check-valgrind-ci (the compiled tests, and the
+#    concurrency tests with sandgate under memcheck); build-tsan/ (clang,
+#    --enable-sanitizer=thread): make check-tsan (the same under
+#    ThreadSanitizer).  A report fails the run (doc/sanitizers.md).
+# 3b. build-san/: ../configure --enable-werror --enable-sanitizer=address,undefined;
 #                make -j2; make check, with ASan/UBSan options that stop at the
 #                first report, and every test log searched for sanitizer reports
 # 4. the logs of failed tests are printed, and the last line is
@@ -23,13 +27,15 @@
 # running Docker engine, the image sandgate/base:1 and the Node packages of
 # t/package.json and t/*/package.json.
 # Environment: SG_JOBS (default 2), SG_CHECK_TIMEOUT (seconds per make check,
-# default 2400), SG_SKIP_SAN=1 (only the plain build, for quick local runs).
+# default 2400), SG_SAN_TIMEOUT (seconds per valgrind or TSan stage, default
+# 900), SG_SKIP_SAN=1 (only the plain build, for quick local runs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 top=$PWD
 jobs=${SG_JOBS:-2}
 check_timeout=${SG_CHECK_TIMEOUT:-2400}
+san_timeout=${SG_SAN_TIMEOUT:-900}
 passed=0
 failed=0
 declare -a problems=()
@@ -70,7 +76,7 @@ count() {
 
 # Prints the log of every test whose result is not PASS/SKIP/XFAIL.
 show_failed_logs() {
-	local dir=$1 trs log n
+	local dir=$1 trs log n since=${2:-$1/.check-start}
 	while IFS= read -r trs; do
 		if grep -Eq '^:global-test-result: (FAIL|ERROR|XPASS)' "$trs"; then
 			log=${trs%.trs}.log
@@ -84,7 +90,7 @@ show_failed_logs() {
 				cat "$log"
 			fi
 		fi
-	done < <(find "$dir" -name '*.trs' -newer "$dir/.check-start" 2>/dev/null | sort)
+	done < <(find "$dir" -name '*.trs' -newer "$since" 2>/dev/null | sort)
 }
 
 # Sanitizer reports anywhere in the test logs fail the run.
@@ -142,6 +148,45 @@ build() {
 	return 0
 }
 
+# configure_build NAME CONFIGURE-ARGS...: configure and make, no tests.
+configure_build() {
+	local name=$1 dir="$top/$1"
+	shift
+	say "$name: configure $*"
+	mkdir -p "$dir"
+	if ! (cd "$dir" && ../configure "$@" >configure.out 2>&1); then
+		tail -n 40 "$dir/configure.out"
+		problem "$name: configure"
+		return 1
+	fi
+	say "$name: make -j$jobs"
+	if ! make -C "$dir" -j"$jobs" >/dev/null; then
+		make -C "$dir" || true
+		problem "$name: make"
+		return 1
+	fi
+}
+
+# san_stage DIR TARGET LOG: make TARGET (check-valgrind-ci, check-tsan) in a
+# built DIR; its tests are counted from LOG, and a report that failed no test
+# (the target's own check of the reports folder) is a failure of its own.
+san_stage() {
+	local name=$1 dir="$top/$1" target=$2 log=$3 rc=0 before t0=$SECONDS
+	[ -f "$dir/Makefile" ] || return 0
+	say "$name: make $target"
+	rm -f "$dir/$log"
+	touch "$dir/.san-start"
+	[ -f "$dir/.check-start" ] || touch "$dir/.check-start"
+	timeout -k 30 "$san_timeout" make -C "$dir" "$target" || rc=$?
+	before=$failed
+	count "$name" "$log"
+	if [ "$rc" -ne 0 ]; then
+		show_failed_logs "$dir" "$dir/.san-start"
+		[ "$failed" -ne "$before" ] || problem "$name: make $target exited $rc (a report: see above)"
+	fi
+	echo "$name: make $target took $((SECONDS - t0)) s"
+}
+
 started=$SECONDS
 say "etc/setup.sh: packages, Docker engine, image, Node packages"
 if ! bash etc/setup.sh; then
@@ -184,6 +229,16 @@ else
 	fi
 
 	if [ "${SG_SKIP_SAN:-0}" != 1 ]; then
+		# The compiled tests and the concurrency tests under valgrind
+		# (build-ci) and ThreadSanitizer (build-tsan, clang): any report fails
+		# the run (doc/sanitizers.md).  No --enable-werror for clang: its
+		# -Wformat=2 warns on the core's vprintf wrappers, which gcc (the
+		# other builds, with -Werror) accepts.
+		san_stage build-ci check-valgrind-ci test-suite-valgrind-ci.log
+		if configure_build build-tsan CC=clang --enable-sanitizer=thread; then
+			san_stage build-tsan check-tsan test-suite-tsan.log
+		fi
+
 		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 		export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 		build build-san --enable-werror --enable-sanitizer=address,undefined || true
@@ -194,7 +249,7 @@ fi
 
 say "summary ($((SECONDS - started)) s)"
 for p in "${problems[@]}"; do printf '  failed: %s\n' "$p"; done
-for d in build-ci build-san; do
+for d in build-ci build-tsan build-san; do
 	[ -f "$d/.check-start" ] || continue
 	find "$d" -name '*.trs' -newer "$d/.check-start" 2>/dev/null | sort | while IFS= read -r trs; do
 		grep -Eq '^:global-test-result: (FAIL|ERROR|XPASS)' "$trs" || continue

@@ -447,6 +447,34 @@ struct ssh_write_args {
 	const struct sg_call *call;
 };
 
+/*
+ * SFTP version 3 (OpenSSH's sftp-server) has no status for a full disk: a
+ * write that hit ENOSPC comes back as the generic FX_FAILURE.  The file
+ * system's free space (the fstatvfs@openssh.com extension) tells that cause
+ * apart: with less room than the len bytes still to write, say so.
+ * Returns -1 with err set when it was the disk, 0 when that is not known.
+ */
+static int ssh_write_nospace(struct ssh_sftp *so, LIBSSH2_SFTP_HANDLE *h, int rc, size_t len,
+			     const char *what, struct sg_err *err)
+{
+	const struct ssh_target *t = &so->pool->target;
+	LIBSSH2_SFTP_STATVFS st;
+	unsigned long long room;
+	int vrc;
+
+	if (ssh_sftp_status(so->sftp, rc) != LIBSSH2_FX_FAILURE)
+		return 0;
+	SSH_CALL(&so->op, vrc, libssh2_sftp_fstatvfs(h, &st));
+	if (vrc)
+		return 0;
+	room = (unsigned long long)st.f_bavail * st.f_frsize;
+	if (room >= len)
+		return 0;
+	return so->pool->ctx->host->errf(err, SG_E_IO,
+		"ssh: %s: No space left on device (its file system has %llu bytes free, %zu more were to be written) on %s:%u",
+		what, room, len, t->host, t->port);
+}
+
 static int ssh_write_all(struct ssh_sftp *so, LIBSSH2_SFTP_HANDLE *h, const char *p, size_t len,
 			 const char *what, struct sg_err *err)
 {
@@ -454,6 +482,8 @@ static int ssh_write_all(struct ssh_sftp *so, LIBSSH2_SFTP_HANDLE *h, const char
 		ssize_t n;
 
 		SSH_CALL(&so->op, n, libssh2_sftp_write(h, p, len));
+		if (n < 0 && ssh_write_nospace(so, h, (int)n, len, what, err) < 0)
+			return -1;
 		if (n < 0)
 			return ssh_sftp_fail(so, (int)n, what, err);
 		p += n;

@@ -231,11 +231,9 @@ else
 	if [ "${SG_SKIP_SAN:-0}" != 1 ]; then
 		# The compiled tests and the concurrency tests under valgrind
 		# (build-ci) and ThreadSanitizer (build-tsan, clang): any report fails
-		# the run (doc/sanitizers.md).  No --enable-werror for clang: its
-		# -Wformat=2 warns on the core's vprintf wrappers, which gcc (the
-		# other builds, with -Werror) accepts.
+		# the run (doc/sanitizers.md).
 		san_stage build-ci check-valgrind-ci test-suite-valgrind-ci.log
-		if configure_build build-tsan CC=clang --enable-sanitizer=thread; then
+		if configure_build build-tsan CC=clang --enable-werror --enable-sanitizer=thread; then
 			san_stage build-tsan check-tsan test-suite-tsan.log
 		fi
 

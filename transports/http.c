@@ -368,6 +368,8 @@ static long mhd_log_turn(const char *msg)
 	return skipped;
 }
 
+/* fmt comes from libmicrohttpd, as its printf-style log callback. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) SG_PRINTF(2, 0);
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];

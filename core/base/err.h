@@ -9,7 +9,7 @@
 int sg_errf(struct sg_err *err, int code, const char *fmt, ...) SG_PRINTF(3, 4);
 
 /* Same as sg_errf() with a va_list. */
-int sg_verrf(struct sg_err *err, int code, const char *fmt, va_list ap);
+int sg_verrf(struct sg_err *err, int code, const char *fmt, va_list ap) SG_PRINTF(3, 0);
 
 /* Puts "prefix" before err's message ("backend: " + msg), for context. */
 void sg_err_prefix(struct sg_err *err, const char *prefix);

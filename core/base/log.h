@@ -24,7 +24,8 @@ int sg_log_open_file(const char *path);
 /* Writes one line "sandgate[pid]: level: [tag] message" when level passes. */
 void sg_log(enum sg_log_level level, const char *tag, const char *fmt, ...)
 	SG_PRINTF(3, 4);
-void sg_vlog(enum sg_log_level level, const char *tag, const char *fmt, va_list ap);
+void sg_vlog(enum sg_log_level level, const char *tag, const char *fmt, va_list ap)
+	SG_PRINTF(3, 0);
 
 #define SG_DEBUG(...) sg_log(SG_LOG_DEBUG, NULL, __VA_ARGS__)
 #define SG_INFO(...)  sg_log(SG_LOG_INFO, NULL, __VA_ARGS__)

@@ -19,6 +19,8 @@
 #include "core/base/util.h"
 
 static void host_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
+	SG_PRINTF(3, 4);
+static void host_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -29,6 +31,7 @@ static void host_log(enum sg_log_level level, const char *plugin, const char *fm
 	va_end(ap);
 }
 
+static int host_errf(struct sg_err *err, int code, const char *fmt, ...) SG_PRINTF(3, 4);
 static int host_errf(struct sg_err *err, int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -378,7 +378,7 @@ static void relay_step(struct docker_relay *r, struct rconn *c)
 		}
 		c->st = R_EXEC;
 		r->moved = true;
-		/* fall through */
+		__attribute__((fallthrough)); /* the next step may go at once */
 	case R_EXEC:
 		rc = libssh2_channel_exec(c->ch, RELAY_CMD);
 		if (rc == LIBSSH2_ERROR_EAGAIN)
@@ -389,7 +389,7 @@ static void relay_step(struct docker_relay *r, struct rconn *c)
 		}
 		c->st = R_LIVE;
 		r->moved = true;
-		/* fall through */
+		__attribute__((fallthrough)); /* the next step may go at once */
 	case R_LIVE:
 		if (relay_up(r, c) < 0 || relay_down(r, c) < 0)
 			return;

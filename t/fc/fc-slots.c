@@ -61,6 +61,8 @@ static const char *h_state_dir(void) { return "/tmp"; }
 /* machine_set with the limits plugin.h promises (the core's, which
  * fakehost does not check), so fc's handling of a refusal is tested. */
 static int h_machine_set(struct sg_machine *m, enum sg_machine_field field, const char *fmt, ...)
+	SG_PRINTF(3, 4);
+static int h_machine_set(struct sg_machine *m, enum sg_machine_field field, const char *fmt, ...)
 {
 	char *v;
 	va_list ap;

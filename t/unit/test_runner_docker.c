@@ -30,6 +30,7 @@ static bool runner_off;
 
 /* ---- a fake host ------------------------------------------------------------------ */
 
+static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, ...) SG_PRINTF(3, 4);
 static void h_log(enum sg_log_level level, const char *plugin, const char *fmt, ...)
 {
 	va_list ap;

@@ -4,6 +4,8 @@
  * both paths are resolved beneath that directory without following a link
  * (a path outside /workspace, with "..", or through a link is bad_path),
  * the context is packed in memory (context.c) and sent to POST /build.
+ * When work_home is only on the engine's host (workhome.c), both are read
+ * from the machine through the archive API instead.
  * The daemon's output streams back while it builds: each line goes to the
  * client as a progress notification, and the end of it is kept for the
  * answer.  Cancelling the call closes the connection, and the daemon stops
@@ -234,6 +236,44 @@ static json_t *build_error(const char *kind, const char *tag, const char *msg, c
 
 /* ---- the action --------------------------------------------------------------------------- */
 
+/* build_prepare() when work_home is only on the engine's host: the
+ * Dockerfile and the context are read from the machine itself (its
+ * /workspace is work_home/<name> there) through the archive API; links are
+ * the container's, resolved in its own view. */
+static int build_prepare_engine(struct docker_ctx *ctx, struct sg_machine *m, const char *tag,
+				const char *dfp, const char *df_rel, const char *cdp, const char *cd_rel,
+				struct sg_buf *df, struct sg_buf *tar, json_t **fail, struct sg_err *err)
+{
+	char path[DOCKER_PATH_MAX + 16], msg[600];
+
+	snprintf(path, sizeof(path), DOCKER_WORKSPACE "/%s", df_rel);
+	if (docker_file_read(m, path, BUILD_DOCKERFILE_MAX, NULL, df, err) < 0) {
+		bool missing = err->code == SG_E_NOTFOUND;
+
+		if (err->code == SG_E_NOMEM)
+			return -1;
+		snprintf(msg, sizeof(msg), missing ? "Dockerfile not found: %.200s (write it with "
+			 "sandbox_file_write first)" : "cannot read the Dockerfile %.200s: %.300s", dfp,
+			 err->msg);
+		*fail = build_error(missing ? "dockerfile_missing" : "bad_path", tag, msg, NULL);
+		return 0;
+	}
+	snprintf(path, sizeof(path), DOCKER_WORKSPACE "%s%s", *cd_rel ? "/" : "", cd_rel);
+	if (docker_context_fetch(ctx, m->id, path, BUILD_DF_NAME, df->data, df->len,
+				 ctx->build_context_max, tar, err) == 0)
+		return 0;
+	if (err->code == SG_E_NOMEM)
+		return -1;
+	if (err->code == SG_E_NOTFOUND || err->code == SG_E_INVAL) {
+		snprintf(msg, sizeof(msg), "context_dir %.200s is not a directory under /workspace "
+			 "(%.300s)", cdp, err->msg);
+		*fail = build_error("bad_path", tag, msg, NULL);
+	} else {
+		*fail = build_error("build_failed", tag, err->msg, NULL);
+	}
+	return 0;
+}
+
 /* Everything before the daemon: paths, the Dockerfile, the context.  NULL
  * and *fail set to a result, or 0. */
 static int build_prepare(struct docker_ctx *ctx, struct sg_machine *m, const json_t *params,
@@ -267,6 +307,11 @@ static int build_prepare(struct docker_ctx *ctx, struct sg_machine *m, const jso
 				    "the host; build from a named machine (docker_run)", NULL);
 		return 0;
 	}
+	rc = docker_wh_remote(ctx, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : build_prepare_engine(ctx, m, tag, dfp, df_rel, cdp, cd_rel, df, tar,
+							  fail, err);
+	rc = -1;
 	docker_workspace_rel(&sc, name, ws_rel, sizeof(ws_rel));
 	ws = docker_dir_open(ctx, ws_rel, err);
 	if (ws < 0)

@@ -4,7 +4,9 @@
  * entry relative to its directory with O_NOFOLLOW: a symbolic link is put
  * in the tar as a link (the builder resolves it inside the context, as
  * docker build does) and never followed on the host.  The whole tar is
- * capped ([docker] build_context_max) while it grows.
+ * capped ([docker] build_context_max) while it grows.  When work_home is
+ * only on the engine's host, the context comes from the machine instead
+ * (GET .../archive of its directory), repacked under the context's root.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -193,50 +195,157 @@ static int ctx_dir(struct ctx_pack *k, int dfd, const char *prefix, int depth)
 	return rc;
 }
 
+/* Opens the writer of k (pax, appended to k->out through ctx_write_cb). */
+static int ctx_open(struct ctx_pack *k)
+{
+	k->a = archive_write_new();
+	if (!k->a)
+		return k->ctx->host->errf(k->err, SG_E_NOMEM, "the build context: out of memory");
+	if (archive_write_set_format_pax_restricted(k->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(k->a, 1) != ARCHIVE_OK ||
+	    archive_write_open(k->a, k, NULL, ctx_write_cb, NULL) != ARCHIVE_OK)
+		return ctx_fail(k, ".", archive_error_string(k->a) ?: "tar");
+	return 0;
+}
+
+/* The Dockerfile goes in under a name of its own (it may live outside the
+ * context, anywhere in the workspace), then the tar is closed. */
+static int ctx_finish(struct ctx_pack *k, const char *df_name, const void *df, size_t df_len)
+{
+	struct stat st = { .st_mode = 0644, .st_mtime = time(NULL) };
+	struct archive_entry *e = ctx_entry(df_name, &st);
+	int rc = 0;
+
+	if (!e)
+		return ctx_fail(k, df_name, "out of memory");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_size(e, (la_int64_t)df_len);
+	if (archive_write_header(k->a, e) != ARCHIVE_OK ||
+	    (df_len && archive_write_data(k->a, df, df_len) != (la_ssize_t)df_len) ||
+	    archive_write_close(k->a) != ARCHIVE_OK)
+		rc = ctx_fail(k, df_name, archive_error_string(k->a) ?: "tar");
+	archive_entry_free(e);
+	return rc;
+}
+
 int docker_context_pack(struct docker_ctx *ctx, int dirfd, const char *df_name, const void *df,
 			size_t df_len, size_t max, struct sg_buf *out, struct sg_err *err)
 {
 	struct ctx_pack k = { .ctx = ctx, .out = out, .max = max, .err = err };
-	struct stat st = { .st_mode = 0644, .st_mtime = time(NULL) };
-	struct archive_entry *e = NULL;
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int rc = -1;
 
-	k.a = archive_write_new();
-	if (fd < 0 || !k.a) {
-		ctx->host->errf(err, fd < 0 ? SG_E_IO : SG_E_NOMEM, "the build context: %s",
-				fd < 0 ? strerror(errno) : "out of memory");
-		goto out;
+	if (fd < 0) {
+		ctx->host->errf(err, SG_E_IO, "the build context: %s", strerror(errno));
+		return -1;
 	}
-	if (archive_write_set_format_pax_restricted(k.a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(k.a, 1) != ARCHIVE_OK ||
-	    archive_write_open(k.a, &k, NULL, ctx_write_cb, NULL) != ARCHIVE_OK) {
-		ctx_fail(&k, ".", archive_error_string(k.a) ?: "tar");
-		goto out;
-	}
-	if (ctx_dir(&k, fd, "", 0) < 0)
-		goto out;
-	/* The Dockerfile goes in under a name of its own: it may live outside
-	 * the context (anywhere in the workspace). */
-	e = ctx_entry(df_name, &st);
-	if (!e) {
-		ctx_fail(&k, df_name, "out of memory");
-		goto out;
-	}
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_size(e, (la_int64_t)df_len);
-	if (archive_write_header(k.a, e) != ARCHIVE_OK ||
-	    (df_len && archive_write_data(k.a, df, df_len) != (la_ssize_t)df_len) ||
-	    archive_write_close(k.a) != ARCHIVE_OK) {
-		ctx_fail(&k, df_name, archive_error_string(k.a) ?: "tar");
-		goto out;
-	}
-	rc = 0;
-out:
-	archive_entry_free(e);
+	if (ctx_open(&k) == 0 && ctx_dir(&k, fd, "", 0) == 0 &&
+	    ctx_finish(&k, df_name, df, df_len) == 0)
+		rc = 0;
 	if (k.a)
 		archive_write_free(k.a);
-	if (fd >= 0)
-		close(fd);
+	close(fd);
+	return rc;
+}
+
+/* ---- the context read from the engine ------------------------------------------------- */
+
+/* Copies the entries of the engine's tar of a directory (r), each moved from
+ * under the directory's own name (the first entry) to the context's root. */
+static int ctx_copy(struct ctx_pack *k, struct archive *r, const char *dir)
+{
+	struct archive_entry *e;
+	char *buf = NULL, prefix[PATH_MAX];
+	size_t plen = 0;
+	int rc = 0, first = 1, st;
+
+	while (rc == 0 && (st = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
+		const char *name = archive_entry_pathname(e) ?: "";
+		const char *hard = archive_entry_hardlink(e);
+		la_ssize_t n;
+
+		if (first) {
+			first = 0;
+			if (archive_entry_filetype(e) != AE_IFDIR)
+				return k->ctx->host->errf(k->err, SG_E_INVAL, "context_dir %s is not a "
+							  "directory", dir);
+			plen = (size_t)snprintf(prefix, sizeof(prefix), "%s", name);
+			if (plen >= sizeof(prefix) - 1)
+				return ctx_fail(k, name, "path too long");
+			if (!plen || prefix[plen - 1] != '/')
+				prefix[plen++] = '/', prefix[plen] = '\0';
+			continue;
+		}
+		if (strncmp(name, prefix, plen) != 0 || !name[plen])
+			continue; /* not beneath the directory: not the context's */
+		archive_entry_set_pathname(e, name + plen);
+		if (hard && !strncmp(hard, prefix, plen))
+			archive_entry_set_hardlink(e, hard + plen);
+		archive_entry_set_uid(e, 0);
+		archive_entry_set_gid(e, 0);
+		if (archive_write_header(k->a, e) != ARCHIVE_OK) {
+			rc = ctx_fail(k, name, archive_error_string(k->a) ?: "tar header");
+			break;
+		}
+		if (!buf && !(buf = malloc(CTX_CHUNK))) {
+			rc = ctx_fail(k, name, "out of memory");
+			break;
+		}
+		while ((n = archive_read_data(r, buf, CTX_CHUNK)) > 0)
+			if (archive_write_data(k->a, buf, (size_t)n) != n) {
+				rc = ctx_fail(k, name, archive_error_string(k->a) ?: "tar data");
+				break;
+			}
+		if (rc == 0 && n < 0)
+			rc = ctx_fail(k, name, archive_error_string(r) ?: "the engine's tar");
+	}
+	free(buf);
+	if (rc == 0 && first)
+		return k->ctx->host->errf(k->err, SG_E_INVAL, "context_dir %s: the engine sent an "
+					  "empty archive", dir);
+	if (rc == 0 && st != ARCHIVE_EOF)
+		rc = ctx_fail(k, dir, archive_error_string(r) ?: "the engine's tar");
+	return rc;
+}
+
+int docker_context_fetch(struct docker_ctx *ctx, const char *id, const char *dir, const char *df_name,
+			 const void *df, size_t df_len, size_t max, struct sg_buf *out,
+			 struct sg_err *err)
+{
+	struct ctx_pack k = { .ctx = ctx, .out = out, .max = max, .err = err };
+	char *q = docker_engine_escape(dir), url[DOCKER_PATH_MAX * 3 + DOCKER_ID_MAX + 64];
+	/* The engine's tar carries headers and padding on top of the bytes:
+	 * what passes max by more than that cannot make a context under max. */
+	struct docker_http rq = { .method = "GET", .path = url, .max_body = max + max / 8 + 65536 };
+	struct docker_reply rp;
+	struct archive *r = NULL;
+	int rc = -1;
+
+	if (!q)
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	snprintf(url, sizeof(url), "/containers/%s/archive?path=%s", id, q);
+	free(q);
+	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0)
+		return -1;
+	if (rp.status == 404)
+		ctx->host->errf(err, SG_E_NOTFOUND, "context_dir %s: no such directory", dir);
+	else if (rp.status != 200)
+		ctx->host->errf(err, SG_E_BACKEND, "the build context %s: docker answered HTTP %ld",
+				dir, rp.status);
+	else if (rp.body_capped)
+		ctx->host->errf(err, SG_E_TOOBIG, "the build context is larger than [docker] "
+				"build_context_max (%zu bytes): build from a smaller context_dir", max);
+	else if (!(r = archive_read_new()) || archive_read_support_format_tar(r) != ARCHIVE_OK ||
+		 archive_read_open_memory(r, rp.body.data, rp.body.len) != ARCHIVE_OK)
+		ctx->host->errf(err, SG_E_NOMEM, "the build context: %s",
+				r ? archive_error_string(r) ?: "tar" : "out of memory");
+	else if (ctx_open(&k) == 0 && ctx_copy(&k, r, dir) == 0 &&
+		 ctx_finish(&k, df_name, df, df_len) == 0)
+		rc = 0;
+	if (k.a)
+		archive_write_free(k.a);
+	if (r)
+		archive_read_free(r);
+	docker_reply_free(ctx->engine, &rp);
 	return rc;
 }

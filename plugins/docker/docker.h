@@ -484,6 +484,15 @@ sg_action_fn docker_act_logs;
 int docker_context_pack(struct docker_ctx *ctx, int dirfd, const char *df_name, const void *df,
 			size_t df_len, size_t max, struct sg_buf *out, struct sg_err *err);
 
+/* The same from the engine, when work_home is only on its host: the tar of
+ * directory dir (an absolute path in container id, borrowed) through GET
+ * .../archive, its entries moved to the context's root, and df as df_name.
+ * Errors: SG_E_NOTFOUND (no such directory), SG_E_INVAL (not a directory),
+ * SG_E_TOOBIG (past max), SG_E_BACKEND, an engine error. */
+int docker_context_fetch(struct docker_ctx *ctx, const char *id, const char *dir, const char *df_name,
+			 const void *df, size_t df_len, size_t max, struct sg_buf *out,
+			 struct sg_err *err);
+
 /* ---- actions ---------------------------------------------------------------------- */
 
 #define DOCKER_N_ACTIONS 15

@@ -148,12 +148,10 @@ int docker_dir_open(struct docker_ctx *ctx, const char *rel, struct sg_err *err)
 
 	if (r < 0)
 		return -1;
-	if (r)
+	if (r) /* the caller reads through the engine instead (build.c) */
 		return ctx->host->errf(err, SG_E_NOTSUP, "[storage] work_home %s is on the docker "
-				       "engine's host, not seen by sandgate: reading a workspace "
-				       "from there (docker_build's context) is not supported yet; "
-				       "build where sandgate shares work_home with the engine",
-				       ctx->work_home);
+				       "engine's host, not seen by sandgate: read it through the "
+				       "engine", ctx->work_home);
 	return docker_walk(ctx, rel, false, err);
 }
 

@@ -4,12 +4,13 @@
 // directories through helper containers.  The machines still get their
 // workspace and share mounts: what one writes, another reads, and the
 // engine's host holds it while sandgate's view stays empty.  A link planted
-// on the engine's side is refused as the local walk refuses it.
+// on the engine's side is refused as the local walk refuses it.  docker_build
+// reads its Dockerfile and context from the machine through the engine.
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { t, preflight, sdkClient, resultData, errorText, tmpdir } from '../lib/sg.mjs';
-import { uniq, dockerArgs, envFlat, container } from '../lib/docker.mjs';
+import { uniq, dockerArgs, envFlat, container, trackImage, PID } from '../lib/docker.mjs';
 
 t.run(async () => {
   await preflight();
@@ -39,6 +40,17 @@ t.run(async () => {
   t.is(fs.readFileSync(path.join(work, '_share', a, 'note'), 'utf8'), 'from-a\n', 'the engine\'s host holds the share file');
   t.is(fs.readFileSync(path.join(work, a, 'f'), 'utf8'), 'ws-a\n', '... and the workspace file');
   t.is(fs.readdirSync(own(work)).length, 0, 'sandgate\'s own view of work_home stayed empty');
+
+  // docker_build: the Dockerfile and the context come through the engine
+  const tag = `sgt-whe-${PID}:1`;
+  trackImage(tag);
+  await sh(a, `mkdir -p /workspace/app/sub && printf 'ctx\\n' > /workspace/app/sub/data.txt && printf 'FROM sandgate/base:1\\nCOPY sub/data.txt /data.txt\\n' > /workspace/app/Dockerfile`);
+  const built = resultData(await envFlat(srv, 'docker_build', { machine: a, image_tag: tag, context_dir: '/workspace/app', dockerfile: '/workspace/app/Dockerfile' }));
+  t.is(built.status, 'built', 'docker_build from a workspace sandgate cannot see', built);
+  t.is(execFileSync('docker', ['run', '--rm', '--network', 'none', tag, 'cat', '/data.txt']).toString(), 'ctx\n',
+    '... with the context\'s file in the image');
+  const nodir = resultData(await envFlat(srv, 'docker_build', { machine: a, image_tag: tag, context_dir: '/workspace/none', dockerfile: '/workspace/app/Dockerfile' }));
+  t.is(nodir.error_kind, 'bad_path', 'a missing context_dir is bad_path', nodir);
 
   // a stop and start checks the mounts through the engine again
   await envFlat(srv, 'docker_stop', { machine: b });

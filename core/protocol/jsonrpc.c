@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/base/buf.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/protocol/jskip.h"
 #include "core/base/util.h"
@@ -135,12 +136,31 @@ json_t *sg_rpc_notification(const char *method, json_t *params)
 	return n;
 }
 
+static int dump_cb(const char *p, size_t n, void *ud)
+{
+	return sg_buf_append(ud, p, n);
+}
+
+char *sg_json_dump(const json_t *j, size_t flags, size_t *len)
+{
+	struct sg_buf b = { 0 };
+
+	if (json_dump_callback(j, dump_cb, &b, flags) < 0 || !b.data) {
+		sg_buf_release(&b);
+		return NULL;
+	}
+	if (len)
+		*len = b.len;
+	return b.data; /* the caller's */
+}
+
 char *sg_rpc_dump(const json_t *msg, size_t *len)
 {
-	char *s = json_dumps(msg, JSON_COMPACT);
+	char *s = sg_json_dump(msg, JSON_COMPACT, len);
 
-	if (!s)
+	if (!s) {
 		s = sg_xstrdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"cannot serialise the reply\"}}");
-	*len = strlen(s);
+		*len = strlen(s);
+	}
 	return s;
 }

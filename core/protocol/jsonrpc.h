@@ -60,4 +60,11 @@ json_t *sg_rpc_notification(const char *method, json_t *params);
  * it).  Returns a malloc'd string and its length; caller frees. */
 char *sg_rpc_dump(const json_t *msg, size_t *len);
 
+/* json_dumps() for large values: the text grows in one buffer by realloc
+ * (glibc moves a large block by remapping it, not copying), where jansson's
+ * own buffer copies itself at every doubling.  flags as json_dumps().
+ * Returns the text (malloc'd, the caller frees) and, when len is not NULL,
+ * its length; NULL when jansson refuses the value or memory runs out. */
+char *sg_json_dump(const json_t *j, size_t flags, size_t *len);
+
 #endif

@@ -136,6 +136,16 @@ static void entry_link(struct sg_entry *e)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* Out of the registry, a machine is no longer its credential's: every way
+ * out (kill, session end, expiry, the lost-record sweep) gives its quota
+ * back here, once.  Called with reg_lock held. */
+static void quota_release_locked(struct sg_entry *e)
+{
+	if (e->quota_held)
+		sg_quota_give(e->cred, SG_QUOTA_SANDBOXES);
+	e->quota_held = false;
+}
+
 /* Called with reg_lock held. */
 static void entry_unlink_locked(struct sg_entry *e)
 {
@@ -143,10 +153,7 @@ static void entry_unlink_locked(struct sg_entry *e)
 		if (*pp == e) {
 			*pp = e->next;
 			e->refs--; /* the registry's reference */
-			/* out of the registry: no longer the credential's */
-			if (e->quota_held)
-				sg_quota_give(e->cred, SG_QUOTA_SANDBOXES);
-			e->quota_held = false;
+			quota_release_locked(e);
 			return;
 		}
 	}
@@ -701,6 +708,7 @@ static struct sg_entry *take_matching(bool (*pred)(struct sg_entry *, void *), v
 
 		if (!e->dead && pred(e, ud)) {
 			*pp = e->next;
+			quota_release_locked(e);
 			e->dead = true;
 			e->next = taken;
 			taken = e;

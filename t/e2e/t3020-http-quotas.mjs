@@ -91,5 +91,9 @@ t.run(async () => {
   const text = await runCli(['status'], LOCAL_ENV);
   t.like(text.stdout, /credential [0-9a-f]{16}: 2 sessions, 0 calls, 2 sandboxes, 2 shells/, 'status (text) shows A\'s use');
   t.ok(![TA, TB].some((tok) => st.stdout.includes(tok) || text.stdout.includes(tok)), 'status never shows a token');
+  // ---- a session's end gives its sandboxes back to the quota
+  await a1.terminate();
+  const after = [await a3.call('create_sandbox', {}), await a3.call('create_sandbox', {})];
+  t.ok(after.every((x) => !x.isError), 'A\'s session ended: its sandboxes no longer count (two more are created)', after.map(errorText));
   await b1.close(); await a1.close(); await a3.close();
 });

@@ -180,9 +180,12 @@ static bool ssh_x_attrs(const char **q, const char *end, LIBSSH2_SFTP_ATTRIBUTES
 		n++;
 	memcpy(head, *q, n);
 	head[n] = '\0';
-	if (sscanf(head, "%c %llu %o %llu%*[.0-9] %u %u %n", &type, &size, &mode, &mtime, &uid, &gid,
-		   &used) < 6 || !used)
+	/* Exactly one blank after gid: a name may begin with blanks ("%n"
+	 * after " " would skip them all). */
+	if (sscanf(head, "%c %llu %o %llu%*[.0-9] %u %u%n", &type, &size, &mode, &mtime, &uid, &gid,
+		   &used) < 6 || !used || head[used] != ' ')
 		return false;
+	used++;
 	memset(a, 0, sizeof(*a));
 	a->flags = LIBSSH2_SFTP_ATTR_SIZE | LIBSSH2_SFTP_ATTR_PERMISSIONS |
 		   LIBSSH2_SFTP_ATTR_ACMODTIME | LIBSSH2_SFTP_ATTR_UIDGID;

@@ -43,14 +43,14 @@ t.run(async () => {
     const r = await srv.tool('read_file', { sandbox_id: id, path: rel, encoding: 'base64' }, { timeout: 120000 });
     t.is(sha(Buffer.from(r.content ?? '', 'base64')), sha(all), `${how}: read_file gives the same bytes`);
 
-    for (const [n, content] of [['empty', ''], ['one', 'x']]) {
+    for (const [n, content] of [['empty', ''], ['one', 'x'], ['  lead', 'y']]) {
       t.is((await srv.tool('write_file', { sandbox_id: id, path: `${dir}/${n}`, content })).bytes_written, content.length, `${how}: a ${content.length}-byte write`);
       t.is(fs.readFileSync(path.join(ws, dir, n), 'utf8'), content, `${how}: ... exact on the host`);
       t.hasFields(await srv.tool('read_file', { sandbox_id: id, path: `${dir}/${n}` }), { content, size: content.length }, `${how}: ... and read back`);
     }
     const l = await srv.tool('list_files', { sandbox_id: id, path: dir });
-    t.deepEqual((l.files ?? []).map((f) => [f.name, f.size]), [[name, MiB], ['empty', 0], ['one', 1]],
-      `${how}: list_files: the names exactly, sorted, with sizes`);
+    t.deepEqual((l.files ?? []).map((f) => [f.name, f.size]), [['  lead', 1], [name, MiB], ['empty', 0], ['one', 1]],
+      `${how}: list_files: the names exactly (leading blanks too), sorted, with sizes`);
 
     const kept = path.join(ws, dir, 'kept');
     fs.writeFileSync(kept, 'old\n');

@@ -40,6 +40,7 @@
 #define POOL_TEMPLATES_MAX 16
 #define POOL_SIZE_MAX      64
 #define POOL_RETRY_S       15      /* after a failed fill */
+#define POOL_RENAME_TRIES  3       /* a handed-out member's rename, a second apart */
 #define POOL_LIFETIME_S    300     /* the lifetime label: the core's last resort */
 #define POOL_NAME          "sandgate-pool-"
 
@@ -63,8 +64,12 @@ struct docker_pool {
 	bool running, stop;
 	struct pool_tmpl t[POOL_TEMPLATES_MAX];
 	size_t nt;
-	char renames[POOL_SIZE_MAX][DOCKER_ID_MAX]; /* handed out, not yet renamed */
+	struct {
+		char id[DOCKER_ID_MAX];
+		unsigned tries;
+	} renames[POOL_SIZE_MAX];  /* handed out, not yet renamed */
 	unsigned nrenames;
+	unsigned reserved;         /* slots of renames taken by a hand-out under way */
 	unsigned long hits, misses, made;
 	unsigned seq;
 	char owner[300];           /* this process's owner tag */
@@ -326,21 +331,37 @@ static int pool_rename(struct docker_ctx *ctx, const char *id, struct sg_err *er
 	return rc;
 }
 
-/* Renames the oldest handed-out member; called and returns with the lock. */
+static void pool_wait(struct docker_pool *p, unsigned s);
+
+/* Renames the oldest handed-out member; called and returns with the lock.
+ * A member keeps its pool name until renamed, and a pool name is what the
+ * next sandgate's sweep removes: a failed rename is tried again (a second
+ * apart), POOL_RENAME_TRIES times in all. */
 static void pool_rename_next(struct docker_ctx *ctx)
 {
 	struct docker_pool *p = ctx->pool;
 	char id[DOCKER_ID_MAX];
+	unsigned tries = p->renames[0].tries + 1;
 	struct sg_err err;
 
-	snprintf(id, sizeof(id), "%s", p->renames[0]);
-	memmove(p->renames[0], p->renames[1], (size_t)(p->nrenames - 1) * sizeof(p->renames[0]));
+	snprintf(id, sizeof(id), "%s", p->renames[0].id);
+	memmove(&p->renames[0], &p->renames[1], (size_t)(p->nrenames - 1) * sizeof(p->renames[0]));
 	p->nrenames--;
 	pthread_mutex_unlock(&p->lock);
-	if (pool_rename(ctx, id, &err) < 0)
-		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: renaming the handed-out "
-			       "container %.12s failed: %s", id, err.msg);
+	if (pool_rename(ctx, id, &err) == 0) {
+		pthread_mutex_lock(&p->lock);
+		return;
+	}
+	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: renaming the handed-out container "
+		       "%.12s failed (try %u of %d): %s", id, tries, POOL_RENAME_TRIES, err.msg);
 	pthread_mutex_lock(&p->lock);
+	if (tries < POOL_RENAME_TRIES && err.code != SG_E_NOTFOUND) {
+		/* the slot it left is free: no hand-out took it under the lock */
+		snprintf(p->renames[p->nrenames].id, sizeof(p->renames[0].id), "%s", id);
+		p->renames[p->nrenames++].tries = tries;
+		if (!p->stop)
+			pool_wait(p, 1);
+	}
 }
 
 /* The template that lacks a member most, or NULL when every pool is full. */
@@ -492,7 +513,8 @@ static int pool_pop(struct docker_pool *p, const char *tmpl, struct pool_member 
 	for (size_t i = 0; i < p->nt; i++)
 		if (!strcmp(p->t[i].name, tmpl))
 			t = &p->t[i];
-	if (t && t->n > 0 && p->nrenames < POOL_SIZE_MAX) {
+	if (t && t->n > 0 && p->nrenames + p->reserved < POOL_SIZE_MAX) {
+		p->reserved++; /* its rename's slot, given back by docker_pool_take */
 		*out = t->m[0];
 		memmove(&t->m[0], &t->m[1], (t->n - 1) * sizeof(t->m[0]));
 		t->n--;
@@ -521,6 +543,9 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	    ctx->host->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl) < 0) {
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: container %.12s cannot be "
 			       "handed out (%s): creating one", pm.id, rerr.msg);
+		pthread_mutex_lock(&p->lock);
+		p->reserved--;
+		pthread_mutex_unlock(&p->lock);
 		pool_member_drop(ctx, &pm, "it could not be handed out");
 		return 1;
 	}
@@ -531,7 +556,9 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	 * is the thread's, off the caller's path. */
 	pthread_mutex_lock(&p->lock);
 	hits = p->hits;
-	snprintf(p->renames[p->nrenames++], sizeof(p->renames[0]), "%s", pm.id);
+	p->reserved--;
+	snprintf(p->renames[p->nrenames].id, sizeof(p->renames[0].id), "%s", pm.id);
+	p->renames[p->nrenames++].tries = 0;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: handed out container %s of "

@@ -1027,6 +1027,13 @@ int rn_req_kill(struct rn_req *r, int sig)
 	return rn_write_frame(r->c, RN_KILL, r->id, v, sizeof(v));
 }
 
+void rn_req_ref(struct rn_req *r)
+{
+	pthread_mutex_lock(&r->c->lock);
+	r->refs++;
+	pthread_mutex_unlock(&r->c->lock);
+}
+
 void rn_req_put(struct rn_req *r)
 {
 	bool last;

@@ -172,6 +172,8 @@ int rn_req_stdin_close(struct rn_req *r);
 /* sig 0: TERM to the group, KILL after the grace; else that signal once. */
 int rn_req_kill(struct rn_req *r, int sig);
 
+/* Takes one more reference on r (dropped with rn_req_put()). */
+void rn_req_ref(struct rn_req *r);
 /* Drops the caller's reference.  A request still running stays in the
  * connection's table (its frames dropped) until its EXIT. */
 void rn_req_put(struct rn_req *r);

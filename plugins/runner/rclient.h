@@ -101,6 +101,10 @@ struct rnc_site {
 	unsigned restarts;
 	long long start_ms;              /* how long the last start took */
 	unsigned long long file_ops;     /* file operations answered (status) */
+	struct rn_req *overdue;          /* a timed-out command answered before its
+					    EXIT (a reference), or NULL */
+	struct rn_conn *overdue_conn;    /* its connection (a reference) */
+	long long overdue_by;            /* no EXIT by then (ms): the runner is stuck */
 };
 
 /* Sets s up: where ("in container X") words messages; on false makes the
@@ -114,6 +118,14 @@ void rnc_site_init(struct rnc_site *s, const struct sg_host_api *host,
 void rnc_site_fini(struct rnc_site *s);
 /* Ends the current runner now, if any (the next call starts a new one). */
 void rnc_site_stop(struct rnc_site *s);
+
+/* A command answered as timed out before the runner reported its end (q on
+ * c, both borrowed; the site takes references): if no EXIT has come
+ * after_ms from now, the next use of the site (rnc_site_get) ends that
+ * runner and kills the command's group, so a frozen runner is replaced, as
+ * one whose connection broke, and what its connection held is freed.  One
+ * such command is watched at a time. */
+void rnc_site_overdue(struct rnc_site *s, struct rn_conn *c, struct rn_req *q, unsigned after_ms);
 
 /* The site uses the plugin's plain path from now on, for `why` (shown by
  * status), unless a runner already ran there or configuration turned it

@@ -258,6 +258,9 @@ static int rnc_run(struct rnc_site *s, struct rn_conn *rc, const struct rnc_cmd 
 		else
 			rc_ = 0;
 		res->timed_out = rc_ == 0;
+		/* Watched: no EXIT long after the runner's own timer means it
+		 * is stuck, and the next call replaces it. */
+		rnc_site_overdue(s, rc, q, RNC_GRACE_MS + RNC_SLACK_MS);
 	} else if (st == RN_REQ_FAILED && !rn_req_started(q, NULL, &pgid)) {
 		rn_req_kill(q, 0);
 		rc_ = host->errf(err, cancelled ? SG_E_CANCELLED : RNC_E_RETRY, "%s: %s", s->ops->tag,

@@ -45,9 +45,21 @@ void rnc_site_stop(struct rnc_site *s)
 	rn_conn_close(c); /* the runner sees EOF and exits */
 }
 
+static void overdue_clear_locked(struct rnc_site *s)
+{
+	rn_req_put(s->overdue);
+	rn_conn_put(s->overdue_conn);
+	s->overdue = NULL;
+	s->overdue_conn = NULL;
+}
+
 void rnc_site_fini(struct rnc_site *s)
 {
 	rnc_site_stop(s);
+	pthread_mutex_lock(&s->lock);
+	if (s->overdue)
+		overdue_clear_locked(s);
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -100,6 +112,53 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 	return 0;
 }
 
+void rnc_site_overdue(struct rnc_site *s, struct rn_conn *c, struct rn_req *q, unsigned after_ms)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->overdue) {
+		rn_conn_ref(c);
+		rn_req_ref(q);
+		s->overdue_conn = c;
+		s->overdue = q;
+		s->overdue_by = rnc_ms() + after_ms;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* See rnc_site_overdue(). */
+static void rnc_site_check_overdue(struct rnc_site *s)
+{
+	long pgid = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->overdue ||
+	    (rn_req_state(s->overdue, NULL, NULL, 0, NULL) == RN_REQ_RUNNING && rnc_ms() < s->overdue_by)) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	if (rn_req_state(s->overdue, NULL, NULL, 0, NULL) == RN_REQ_RUNNING) {
+		/* No EXIT long after the runner's own timer: it is stuck. */
+		rn_req_started(s->overdue, NULL, &pgid);
+		if (s->conn == s->overdue_conn) {
+			char how[96] = "";
+
+			rn_conn_close(s->conn); /* fails what it still holds */
+			s->conn = NULL;
+			if (s->ops->ended)
+				s->ops->ended(s->ud, how, sizeof(how));
+			snprintf(s->why, sizeof(s->why), "stuck: no end of a timed-out command "
+				 "%d ms after its timeout", RNC_GRACE_MS + RNC_SLACK_MS);
+			s->host->log(SG_LOG_WARNING, s->ops->tag, "runner %s %s%s%s: starting a "
+				     "new one", s->where, s->why, how[0] ? "; " : "", how);
+			s->restarts++;
+		}
+	}
+	overdue_clear_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	if (pgid > 1)
+		s->ops->kill_group(s->ud, pgid);
+}
+
 void rnc_site_drop(struct rnc_site *s, struct rn_conn *c)
 {
 	pthread_mutex_lock(&s->lock);
@@ -148,6 +207,7 @@ int rnc_site_get(struct rnc_site *s, struct rn_conn **out, struct sg_err *err)
 	int rc = 1;
 
 	*out = NULL;
+	rnc_site_check_overdue(s);
 	pthread_mutex_lock(&s->lock);
 	if (s->state == RNC_FALLBACK || s->state == RNC_OFF)
 		goto out;

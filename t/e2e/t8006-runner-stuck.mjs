@@ -1,0 +1,43 @@
+// A runner that stops answering (SIGSTOP, sent by the command it runs):
+// each command times out and is answered within its timeout and a second,
+// and once no end came long after the runner's own timer (grace + slack),
+// the next call replaces the stuck runner, as one whose connection broke:
+// commands work again, and the calls in between left no descriptor behind.
+import fs from 'node:fs';
+import { t, preflight, sdkClient, sleep, errorText } from '../lib/sg.mjs';
+
+const NO_DOCKER = { SANDGATE_DOCKER_HOST: 'unix:///nonexistent/docker.sock', DOCKER_HOST: undefined };
+// the server's descriptors but the audit database's (opened by the writer
+// when its first batch goes out, at any time)
+const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).filter((f) => {
+  try { return !/audit\.db/.test(fs.readlinkSync(`/proc/${pid}/fd/${f}`)); } catch { return false; }
+}).length;
+
+t.run(async () => {
+  await preflight({ docker: false });
+  const srv = await sdkClient(['--set', 'sandbox.default_backend=local', '--set', 'log.level=info'], NO_DOCKER);
+  t.is((await srv.tool('run_command', { command: 'echo up' })).stdout, 'up\n', 'a command runs');
+  const before = fds(srv.pid);
+
+  // the command's parent is the runner: the command stops it
+  const t0 = Date.now();
+  const r = await srv.tool('run_command', { command: 'kill -STOP $PPID; sleep 120', timeout: 1 });
+  const took = Date.now() - t0;
+  t.is(r.timed_out, true, 'the command that stopped its runner times out');
+  t.cmp(took, '<', 3000, `... answered within its timeout and a second or two (${took} ms)`);
+  for (let i = 0; i < 3; i++) {
+    const x = await srv.call('run_command', { command: 'echo never', timeout: 1 });
+    t.ok(x.structuredContent?.timed_out || /did not start the command within its timeout/.test(errorText(x)),
+      `call ${i + 1} on the stopped runner: timed out, not hung`, errorText(x));
+  }
+  // the answer came 0.7 s after the 1 s timeout; overdue 6 s (grace 1 s +
+  // slack 5 s) after that answer
+  await sleep(Math.max(0, 9000 - (Date.now() - t0)));
+  const back = await srv.tool('run_command', { command: 'echo back', timeout: 20 });
+  t.is(back.stdout, 'back\n', 'once the runner is overdue, the next call gets a new runner');
+  t.like(fs.readFileSync(srv.stderrPath, 'utf8'), /runner [^\n]* stuck: no end of a timed-out command 6000 ms after its timeout[^\n]*: starting a new one/,
+    'the log says the runner was stuck and replaced');
+  const after = fds(srv.pid);
+  t.is(after, before, `descriptors: ${before} before, ${after} after (the stuck runner's were freed)`);
+  await srv.close();
+}, { timeout: 60 });

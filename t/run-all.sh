@@ -159,8 +159,10 @@ configure_build() {
 		problem "$name: configure"
 		return 1
 	fi
-	say "$name: make -j$jobs"
-	if ! make -C "$dir" -j"$jobs" >/dev/null; then
+	say "$name: make -j$jobs (and the test programs)"
+	# The test programs too (make check with no test): the stage's timer
+	# then counts the tests alone.
+	if ! make -C "$dir" -j"$jobs" >/dev/null || ! make -C "$dir" -j"$jobs" check TESTS= >/dev/null; then
 		make -C "$dir" || true
 		problem "$name: make"
 		return 1
@@ -179,6 +181,9 @@ san_stage() {
 	[ -f "$dir/.check-start" ] || touch "$dir/.check-start"
 	timeout -k 30 "$san_timeout" make -C "$dir" "$target" || rc=$?
 	before=$failed
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		problem "$name: make $target did not finish within $san_timeout s (SG_SAN_TIMEOUT)"
+	fi
 	count "$name" "$log"
 	if [ "$rc" -ne 0 ]; then
 		show_failed_logs "$dir" "$dir/.san-start"

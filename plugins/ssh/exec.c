@@ -588,8 +588,8 @@ static int ssh_feed(struct ssh_op *op, LIBSSH2_CHANNEL *ch, const struct ssh_run
 		n = libssh2_channel_write_ex(ch, 0, q + done, r->in_len - done);
 		if (n > 0)
 			done += (size_t)n;
-		else if (n != LIBSSH2_ERROR_EAGAIN || ssh_op_wait(op) < 0)
-			break;
+		else if (n != LIBSSH2_ERROR_EAGAIN || libssh2_channel_eof(ch) || ssh_op_wait(op) < 0)
+			break; /* an EOF: the command ended without reading the rest */
 	}
 	if (done < r->in_len)
 		return ssh_fail(op, NULL, (int)n, "sending the command's stdin", err);
@@ -624,6 +624,8 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 	struct ssh_op op;
 	char line[200];
 	struct ssh_run rr = *r;
+	struct sg_err feed_err = { 0 }, pump_err = { 0 };
+	bool fed = true;
 	int ret = -1;
 
 	res->exit_code = -1;
@@ -634,15 +636,26 @@ int ssh_run(struct ssh_pool *p, const struct ssh_run *r, const struct sg_call *c
 		return host->errf(err, SG_E_INTERNAL, "ssh: the nonce is too long");
 	if (ssh_exec_start(p, &op, call, start, &rr, false, !r->in, &c, &ch, err) < 0)
 		return -1;
-	if (r->in && ssh_feed(&op, ch, r, err) < 0)
+	/* A command that ends before reading all its stdin (a script refusing
+	 * its target) closes the channel under the feed: its status, when it
+	 * came, says why, and is the answer unless it claims success. */
+	if (r->in && ssh_feed(&op, ch, r, &feed_err) < 0)
+		fed = false;
+	if (ssh_pump(p, &op, ch, r, call, &st, &pm, fed ? err : &pump_err) < 0) {
+		if (!fed && err)
+			*err = feed_err;
 		goto out;
-	if (ssh_pump(p, &op, ch, r, call, &st, &pm, err) < 0)
-		goto out;
+	}
 	/* The marker's status, when it came, is the command's; the channel's
 	 * is the wrapper's (the same, or its death by our kill). */
 	if (pm.stop || !ssh_tail_status(&st, res)) {
 		if (pm.closed)
 			ssh_status(&op, ch, res);
+	}
+	if (!fed && (res->exit_code <= 0 || res->signal)) {
+		if (err)
+			*err = feed_err;
+		goto out;
 	}
 	if (st.want_marker && st.noise.len) {
 		/* No marker: the wrapper never ran (no /bin/sh, a login shell

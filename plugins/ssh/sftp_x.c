@@ -31,17 +31,21 @@ static const char ssh_x_read_sh[] =
 	"[ -d \"$f\" ] && exit 4\n"
 	"exec cat -- \"$f\"\n";
 
-/* $1 file, $2 bytes coming, $3 mode of a new file, $4 1: make parents. */
+/* $1 file, $2 bytes coming, $3 mode of a new file, $4 1: make parents.
+ * A refusal reads the rest of stdin first ("no"): the bytes are sent whole
+ * before the answer is read, and a channel whose reader left would hold
+ * the sender until its timeout. */
 static const char ssh_x_write_sh[] =
+	"no() { cat >/dev/null; exit \"$1\"; }\n"
 	"f=$1 n=$2 m=$3\n"
 	"d=${f%/*}; [ -n \"$d\" ] || d=/\n"
-	"if [ \"$4\" = 1 ]; then mkdir -p -- \"$d\" || exit 1; fi\n"
-	"[ -d \"$d\" ] || exit 3\n"
-	"[ -d \"$f\" ] && [ ! -L \"$f\" ] && exit 4\n"
-	"t=$(mktemp \"$d/.sandgate-XXXXXXXXXXXXXXXX.tmp\") || exit 1\n"
+	"if [ \"$4\" = 1 ]; then mkdir -p -- \"$d\" || no 1; fi\n"
+	"[ -d \"$d\" ] || no 3\n"
+	"[ -d \"$f\" ] && [ ! -L \"$f\" ] && no 4\n"
+	"t=$(mktemp \"$d/.sandgate-XXXXXXXXXXXXXXXX.tmp\") || no 1\n"
 	"trap 'rm -f -- \"$t\"' EXIT\n"
 	"trap 'exit 1' HUP INT TERM PIPE\n"
-	"cat >\"$t\" || exit 1\n"
+	"cat >\"$t\" || no 1\n"
 	"s=$(wc -c <\"$t\") || exit 1\n"
 	"[ \"$s\" -eq \"$n\" ] || { echo \"got $s of $n bytes\" >&2; exit 1; }\n"
 	"if [ -e \"$f\" ]; then\n"

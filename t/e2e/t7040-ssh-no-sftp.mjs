@@ -66,6 +66,11 @@ t.run(async () => {
 
     const out = await srv.call('read_file', { sandbox_id: id, path: '/etc/hostname' });
     t.ok(out.isError && /outside sandbox directory/.test(errorText(out)), `${how}: a path outside the sandbox directory is still refused`, errorText(out));
+    // a write larger than the channel's window onto a directory: the script
+    // refuses before reading its stdin, and its reason is the answer
+    fs.mkdirSync(path.join(ws, dir, 'adir'));
+    const big = await srv.call('write_file', { sandbox_id: id, path: `${dir}/adir`, content: 'z'.repeat(4 << 20) }, { timeout: 120000 });
+    t.like(errorText(big), /is a directory/i, `${how}: a 4 MiB write onto a directory says it is one`, errorText(big));
     t.deepEqual(fs.readdirSync(path.join(ws, dir)).filter((f) => f.startsWith('.')), [], `${how}: no temporary file left`);
 
     // channels: through the runner the file calls open none, through exec one each

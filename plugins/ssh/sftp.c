@@ -22,6 +22,10 @@
 #include <string.h>
 
 #define SSH_SFTP_CHUNK 65536
+/* libssh2 (1.10 and later) keeps up to four times the buffer a read asks
+ * for in flight: a large file is read with a larger buffer, so that many
+ * requests overlap the round trip. */
+#define SSH_SFTP_READ_MAX (1024u * 1024u)
 #define SSH_SFTP_NONE 1   /* ssh_sftp_init: the subsystem was refused */
 #define SSH_NAME_BUF 4096
 
@@ -363,6 +367,7 @@ static int ssh_sftp_mkdirs(struct ssh_sftp *so, const char *path, long mode, str
 struct ssh_read_args {
 	const char *path;
 	size_t max;
+	size_t size_hint;    /* the file's size when fstat said it, else 0 */
 	struct sg_buf *out;
 };
 
@@ -370,7 +375,9 @@ static int ssh_read_body(struct ssh_sftp *so, LIBSSH2_SFTP_HANDLE *h, struct ssh
 			 struct sg_err *err)
 {
 	const struct sg_host_api *host = so->pool->ctx->host;
-	char *buf = malloc(SSH_SFTP_CHUNK); /* freed below */
+	size_t chunk = ra->size_hint > SSH_SFTP_READ_MAX ? SSH_SFTP_READ_MAX
+		     : ra->size_hint > SSH_SFTP_CHUNK ? ra->size_hint : SSH_SFTP_CHUNK;
+	char *buf = malloc(chunk); /* freed below */
 	char what[SSH_WHAT_MAX];
 	ssize_t n;
 	int ret = -1;
@@ -378,7 +385,7 @@ static int ssh_read_body(struct ssh_sftp *so, LIBSSH2_SFTP_HANDLE *h, struct ssh
 	if (!buf)
 		return host->errf(err, SG_E_NOMEM, "ssh: out of memory");
 	for (;;) {
-		SSH_CALL(&so->op, n, libssh2_sftp_read(h, buf, SSH_SFTP_CHUNK));
+		SSH_CALL(&so->op, n, libssh2_sftp_read(h, buf, chunk));
 		if (n == 0)
 			break;
 		if (n < 0) {
@@ -431,6 +438,7 @@ static int ssh_read_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 			   ra->path, (unsigned long long)a.filesize, ra->max);
 		goto out;
 	}
+	ra->size_hint = (a.flags & LIBSSH2_SFTP_ATTR_SIZE) ? (size_t)a.filesize : 0;
 	ret = ssh_read_body(so, h, ra, err);
 out:
 	SSH_CALL(&so->op, rc, libssh2_sftp_close_handle(h));

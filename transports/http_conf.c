@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 
 #include "core/base/conf.h"
+#include "core/base/quota.h"
 #include "core/protocol/call.h"
 #include "core/base/util.h"
 #include "transports/http_internal.h"
@@ -246,6 +247,7 @@ int http_conf_load(struct http_conf *c)
 	if (load_allowed(c) < 0 || load_tokens(c) < 0)
 		return -1;
 	sg_credentials_set((unsigned)c->n_tokens); /* before any machine is made */
+	sg_quota_enforce(c->n_tokens > 1); /* quotas keep credentials apart */
 	loopback = host_is_loopback(c->host);
 	if (c->no_auth && !loopback) {
 		SG_ERROR("[server] auth = none is refused for host '%s', which is not a loopback address: "

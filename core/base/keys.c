@@ -67,7 +67,7 @@ static const struct sg_config_key server_keys[] = {
 	{ .key = "max_calls", .def = "256", .accepts = "uint",
 	  .help = "tool calls served at once across all sessions" },
 	{ .key = "quota_sessions", .def = "32", .accepts = "uint",
-	  .help = "sessions one credential (a bearer token; the local user over stdio) holds at once, below max_sessions; 0: no quota" },
+	  .help = "sessions one credential (a bearer token) holds at once, below max_sessions; enforced with two or more tokens (quotas keep credentials apart); 0: no quota" },
 	{ .key = "quota_calls", .def = "64", .accepts = "uint",
 	  .help = "tool calls one credential has in flight at once, below max_calls; 0: no quota" },
 	{ .key = "quota_sandboxes", .def = "16", .accepts = "uint",

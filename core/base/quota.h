@@ -9,6 +9,7 @@
 #ifndef SG_CORE_QUOTA_H
 #define SG_CORE_QUOTA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -23,12 +24,19 @@ enum sg_quota_kind {
 	SG_QUOTA_KINDS
 };
 
+/* Quotas are kept apart between credentials: a server that serves one
+ * (stdio, an HTTP server with no token or with one) counts but does not
+ * refuse, its server-wide caps being its only bound.  Set before serving
+ * (the HTTP transport, from its tokens); off until then. */
+void sg_quota_enforce(bool on);
+
 /* The [server] key of a kind ("quota_sessions").  Static. */
 const char *sg_quota_key(enum sg_quota_kind k);
 
 /* Counts one `k` for the credential key `owner` ("token:HASH", "local:UID";
  * borrowed) when it holds fewer than its quota ([server] quota_*; 0: no
- * quota).  Returns 0, or -1 with err (SG_E_BUSY) naming the quota key, the
+ * quota, or quotas not enforced: sg_quota_enforce).  Returns 0, or -1 with
+ * err (SG_E_BUSY) naming the quota key, the
  * count and how to free one; nothing is counted then.  Each 0 is to be
  * matched by one sg_quota_give(). */
 int sg_quota_take(const char *owner, enum sg_quota_kind k, struct sg_err *err);

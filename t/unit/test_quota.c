@@ -26,7 +26,23 @@ static int setup(void **state)
 	sg_config_reset();
 	sg_core_keys_register();
 	assert_int_equal(sg_config_set_override("server.quota_shells=3", NULL), 0);
+	sg_quota_enforce(true); /* as an HTTP server with several tokens */
 	return 0;
+}
+
+/* One credential served: counted, never refused (the server-wide caps bound it). */
+static void one_credential_counts_only(void **state)
+{
+	struct sg_err err;
+
+	(void)state;
+	sg_quota_enforce(false);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(sg_quota_take("local:0", SG_QUOTA_SHELLS, &err), 0);
+	assert_int_equal(sg_quota_count("local:0", SG_QUOTA_SHELLS), 5);
+	for (int i = 0; i < 5; i++)
+		sg_quota_give("local:0", SG_QUOTA_SHELLS);
+	assert_int_equal(sg_quota_count("local:0", SG_QUOTA_SHELLS), 0);
 }
 
 static void refusal_names_the_quota(void **state)
@@ -93,6 +109,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(refusal_names_the_quota, setup),
 		cmocka_unit_test_setup(exact_under_concurrency, setup),
+		cmocka_unit_test_setup(one_credential_counts_only, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -597,8 +597,8 @@ static int ssh_feed(struct ssh_op *op, LIBSSH2_CHANNEL *ch, const struct ssh_run
 	return rc ? ssh_fail(op, NULL, rc, "closing the command's stdin", err) : 0;
 }
 
-/* The first line of stderr, for messages. */
-static void ssh_first_line(const struct sg_buf *b, char *out, size_t n)
+/* The first line of b, for messages (ssh.h). */
+void ssh_first_line(const struct sg_buf *b, char *out, size_t n)
 {
 	size_t len = 0;
 

@@ -76,18 +76,6 @@ static const char ssh_x_remove_sh[] =
 
 static const char ssh_x_realpath_sh[] = "exec realpath -zm -- \"$1\" \"$2\"\n";
 
-/* The first line of b, for messages. */
-static void ssh_x_line(const struct sg_buf *b, char *out, size_t n)
-{
-	size_t len = 0;
-
-	while (b->data && len < b->len && len + 1 < n && b->data[len] != '\n')
-		len++;
-	if (len)
-		memcpy(out, b->data, len);
-	out[len] = '\0';
-}
-
 /* Runs script with args $1.. (at most 4), stdin in[in_len] or none.  0 when
  * it exited 0 (res filled: the caller releases it), else -1 with err. */
 static int ssh_x_run(struct ssh_pool *p, const char *script, const char *const *args,
@@ -108,7 +96,7 @@ static int ssh_x_run(struct ssh_pool *p, const char *script, const char *const *
 		return -1;
 	if (!res->timed_out && res->exit_code == 0)
 		return 0;
-	ssh_x_line(&res->err, line, sizeof(line));
+	ssh_first_line(&res->err, line, sizeof(line));
 	if (res->timed_out)
 		host->errf(err, SG_E_TIMEOUT, "ssh: %s '%s' on %s through exec timed out", what, path,
 			   p->target.host);

@@ -410,6 +410,10 @@ struct ssh_run {
 	size_t in_len;
 };
 
+/* The first line of b (without its newline) into out, n bytes, NUL-ended:
+ * a command's stderr for a message. */
+void ssh_first_line(const struct sg_buf *b, char *out, size_t n);
+
 /* Runs r on the pool and fills res.  Returns 0 when the command ran (any
  * exit status, also a timeout), -1 with err otherwise: SG_E_CANCELLED after
  * a cancellation (the group was killed first), SG_E_NOTFOUND when r->cwd

@@ -4,15 +4,7 @@
 // the same way.  A command flooding its output still times out on time,
 // with the output capped and flagged.
 import { t, preflight, sdkClient, sleep, waitFor } from '../lib/sg.mjs';
-import { startSshd, sshArgs, sshEnv, sshPreflight, sh } from '../ssh/sshd.mjs';
-
-// "[s]gmark..." matches the tag but not the pgrep command line itself.
-const pat = (tag) => `[${tag[0]}]${tag.slice(1)}`;
-
-async function procs(tag) {
-  const r = await sh(`pgrep -f '${pat(tag)}' || true`);
-  return r.stdout.split('\n').filter(Boolean);
-}
+import { startSshd, sshArgs, sshEnv, sshPreflight, sh, procPattern as pat, hostProcs as procs } from '../ssh/sshd.mjs';
 
 t.run(async () => {
   await preflight({ docker: false });

@@ -3,13 +3,7 @@
 // directory and one in its own session are killed with kill_sandbox, in both
 // runner modes.  (Jobs that hold the output: t7020.)
 import { t, preflight, sdkClient, waitFor, resultData } from '../lib/sg.mjs';
-import { startSshd, sshArgs, sshEnv, sshPreflight, sh } from '../ssh/sshd.mjs';
-
-const pat = (tag) => `[${tag[0]}]${tag.slice(1)}`;
-async function procs(tag) {
-  const r = await sh(`pgrep -f '${pat(tag)}' || true`);
-  return r.stdout.split('\n').filter(Boolean);
-}
+import { startSshd, sshArgs, sshEnv, sshPreflight, sh, procPattern as pat, hostProcs as procs } from '../ssh/sshd.mjs';
 
 t.run(async () => {
   await preflight({ docker: false });

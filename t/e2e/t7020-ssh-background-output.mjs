@@ -6,13 +6,7 @@
 // kill_sandbox leaves nothing of it on the host.  The runner path does the
 // same (t7011, t8005).
 import { t, preflight, sdkClient, waitFor, resultData } from '../lib/sg.mjs';
-import { startSshd, sshArgs, sshEnv, sshPreflight, sh } from '../ssh/sshd.mjs';
-
-const pat = (tag) => `[${tag[0]}]${tag.slice(1)}`;
-async function procs(tag) {
-  const r = await sh(`pgrep -f '${pat(tag)}' || true`);
-  return r.stdout.split('\n').filter(Boolean);
-}
+import { startSshd, sshArgs, sshEnv, sshPreflight, sh, procPattern as pat, hostProcs as procs } from '../ssh/sshd.mjs';
 
 t.run(async () => {
   await preflight({ docker: false });

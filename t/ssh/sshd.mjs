@@ -153,6 +153,16 @@ export function sh(cmd) {
   });
 }
 
+/** A `pgrep -f` pattern for tag that does not match pgrep's own command
+ * line ("[s]gmark..." for "sgmark..."). */
+export const procPattern = (tag) => `[${tag[0]}]${tag.slice(1)}`;
+
+/** The pids of host processes whose command line holds tag. */
+export async function hostProcs(tag) {
+  const r = await sh(`pgrep -f '${procPattern(tag)}' || true`);
+  return r.stdout.split('\n').filter(Boolean);
+}
+
 /** Starts `ssh-agent -D -a SOCK` holding `key`; returns {sock, stop()}. */
 export async function startAgent(key) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sg-agent-'));

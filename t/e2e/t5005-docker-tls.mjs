@@ -5,13 +5,12 @@
 // docker_run and docker_remove work through it; a wrong CA, a missing client
 // certificate, a missing ca.pem and plain tcp to another host are refused
 // with messages that name the certificate or key and the fix.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { t, preflight, sdkClient, runCli, tmpdir, sleep } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, runCli, tmpdir } from '../lib/sg.mjs';
 import { dockerArgs } from '../lib/docker.mjs';
-import { remoteBody } from '../lib/remote.mjs';
+import { remoteBody, tlsFront } from '../lib/remote.mjs';
 
 const ssl = (dir, args) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 
@@ -33,17 +32,6 @@ function certDir(dir, name, files) {
   return d;
 }
 
-const freePort = () => new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
-
-async function waitPort(port) {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((res) => { const c = net.connect(port, '127.0.0.1', () => { c.end(); res(true); }); c.on('error', () => res(false)); });
-    if (ok) return;
-    await sleep(50);
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port}`);
-}
-
 t.run(async () => {
   await preflight();
   for (const tool of ['socat', 'openssl']) {
@@ -59,12 +47,7 @@ t.run(async () => {
   const noCert = certDir(dir, 'nocert', { 'ca.pem': 'ca.pem' });
   const noCa = certDir(dir, 'noca', { 'cert.pem': 'client.pem', 'key.pem': 'client.key' });
 
-  const port = await freePort();
-  const front = spawn('socat', [`OPENSSL-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork,cert=server.pem,key=server.key,cafile=ca.pem,verify=1`,
-    'UNIX-CONNECT:/var/run/docker.sock'], { cwd: dir, stdio: 'ignore', detached: true });
-  t.onCleanup(() => { try { process.kill(-front.pid, 'SIGTERM'); } catch { /* gone */ } });
-  await waitPort(port);
-  const url = `tcp://127.0.0.1:${port}`;
+  const url = await tlsFront(dir, { verifyClients: true });
 
   // The refusals run beside the working session: the machine is shared and
   // docker is slow under load, the test must stay within its minute.

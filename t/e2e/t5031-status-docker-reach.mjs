@@ -3,25 +3,14 @@
 // TLS front (socat, certificates made here, as t5005) whose certificate the
 // configured CA did not sign, named with the CA file.  The text and --json
 // forms both; the exit status is 1 when docker is the default and unusable.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { t, preflight, runCli, tmpdir, sleep } from '../lib/sg.mjs';
+import { t, preflight, runCli, tmpdir } from '../lib/sg.mjs';
+import { tlsFront } from '../lib/remote.mjs';
 
 const ssl = (dir, args) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-const freePort = () => new Promise((res) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); }); });
-
-async function waitPort(port) {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((res) => { const c = net.connect(port, '127.0.0.1', () => { c.end(); res(true); }); c.on('error', () => res(false)); });
-    if (ok) return;
-    await sleep(50);
-  }
-  throw new Error(`nothing listens on 127.0.0.1:${port}`);
-}
 
 const status = (sets, env = {}) => runCli([...sets.flatMap(([k, v]) => ['--set', `${k}=${v}`]), '--set', 'sandbox.default_backend=docker', 'status'],
   { DOCKER_HOST: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined, ...env }, { timeout: 30000 });
@@ -57,12 +46,7 @@ t.run(async () => {
   const wrong = path.join(dir, 'wrong');
   fs.mkdirSync(wrong);
   fs.copyFileSync(path.join(dir, 'other.pem'), path.join(wrong, 'ca.pem'));
-  const port = await freePort();
-  const front = spawn('socat', [`OPENSSL-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork,cert=server.pem,key=server.key,verify=0`,
-    'UNIX-CONNECT:/var/run/docker.sock'], { cwd: dir, stdio: 'ignore', detached: true });
-  t.onCleanup(() => { try { process.kill(-front.pid, 'SIGTERM'); } catch { /* gone */ } });
-  await waitPort(port);
-  const url = `tcp://127.0.0.1:${port}`;
+  const url = await tlsFront(dir, { verifyClients: false });
   const env = { DOCKER_HOST: url, DOCKER_TLS_VERIFY: '1', DOCKER_CERT_PATH: wrong };
   r = await status([], env);
   t.is(r.code, 1, 'a wrong CA: status exits 1');

@@ -137,11 +137,13 @@ static void rnc_site_check_overdue(struct rnc_site *s)
 		return;
 	}
 	if (rn_req_state(s->overdue, NULL, NULL, 0, NULL) == RN_REQ_RUNNING) {
-		/* No EXIT long after the runner's own timer: it is stuck. */
-		rn_req_started(s->overdue, NULL, &pgid);
+		/* No EXIT long after the runner's own timer: it is stuck.  Its
+		 * command's group is killed only while that runner is the
+		 * site's: a later runner's groups may reuse the number. */
 		if (s->conn == s->overdue_conn) {
 			char how[96] = "";
 
+			rn_req_started(s->overdue, NULL, &pgid);
 			rn_conn_close(s->conn); /* fails what it still holds */
 			s->conn = NULL;
 			if (s->ops->ended)

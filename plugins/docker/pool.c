@@ -355,8 +355,8 @@ static void pool_rename_next(struct docker_ctx *ctx)
 	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: renaming the handed-out container "
 		       "%.12s failed (try %u of %d): %s", id, tries, POOL_RENAME_TRIES, err.msg);
 	pthread_mutex_lock(&p->lock);
-	if (tries < POOL_RENAME_TRIES && err.code != SG_E_NOTFOUND) {
-		/* the slot it left is free: no hand-out took it under the lock */
+	if (tries < POOL_RENAME_TRIES && err.code != SG_E_NOTFOUND &&
+	    p->nrenames + p->reserved < POOL_SIZE_MAX) {
 		snprintf(p->renames[p->nrenames].id, sizeof(p->renames[0].id), "%s", id);
 		p->renames[p->nrenames++].tries = tries;
 		if (!p->stop)

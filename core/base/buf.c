@@ -7,8 +7,28 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/base/buf.h"
+
+void sg_buf_advise(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	long v = sysconf(_SC_PAGESIZE);
+	uintptr_t page = v > 0 ? (uintptr_t)v : 4096, a, b;
+
+	if (n < SG_BUF_HUGE_MIN || !p)
+		return;
+	a = ((uintptr_t)p + page - 1) & ~(page - 1);
+	b = ((uintptr_t)p + n) & ~(page - 1);
+	if (b > a)
+		(void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
+}
 
 int sg_buf_append(struct sg_buf *b, const void *p, size_t n)
 {
@@ -28,6 +48,7 @@ int sg_buf_append(struct sg_buf *b, const void *p, size_t n)
 			return -1;
 		b->data = d;
 		b->cap = cap;
+		sg_buf_advise(d + b->len, cap - b->len);
 	}
 	if (n)
 		memcpy(b->data + b->len, p, n);

@@ -11,6 +11,9 @@
 #include <malloc.h>
 #endif
 
+#include <jansson.h>
+
+#include "core/base/buf.h"
 #include "core/base/conf.h"
 #include "core/base/err.h"
 #include "core/base/log.h"
@@ -104,11 +107,22 @@ void sg_mem_hold(size_t n)
 	pthread_mutex_unlock(&lock);
 }
 
+/* jansson's allocations: a large string or a dump's buffer (jansson grows
+ * one by allocating anew and copying) gets huge pages, as sg_buf does. */
+static void *json_big_malloc(size_t n)
+{
+	void *p = malloc(n);
+
+	sg_buf_advise(p, n);
+	return p;
+}
+
 void sg_mem_init(void)
 {
 #if defined(__GLIBC__)
 	mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
 #endif
+	json_set_alloc_funcs(json_big_malloc, free);
 }
 
 void sg_mem_trim_idle(void)

@@ -15,6 +15,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "core/base/buf.h"
 #include "core/base/util.h"
 
 static void oom(size_t n)
@@ -29,6 +30,7 @@ void *sg_xmalloc(size_t n)
 
 	if (!p)
 		oom(n);
+	sg_buf_advise(p, n);
 	return p;
 }
 

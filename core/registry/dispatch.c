@@ -96,6 +96,21 @@ int sg_m_file_read(struct sg_entry *e, const char *path, size_t max, struct sg_c
 	return 0;
 }
 
+int sg_m_file_read_at(struct sg_entry *e, const char *path, uint64_t offset, size_t len,
+		      struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err)
+{
+	CHECK_ENTRY(e);
+	if (!SG_HAS(e->m.backend, file_read_at))
+		return sg_errf(err, SG_E_NOTSUP, "backend '%s' reads files whole",
+			       e->m.backend->name);
+	sg_err_clear(err);
+	sg_machine_touch(e);
+	*size = 0;
+	if (e->m.backend->file_read_at(&e->m, path, offset, len, call, out, size, err) < 0)
+		return err->code == SG_E_NOTSUP ? -1 : slot_failed(e, err, "file read");
+	return 0;
+}
+
 int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size_t len,
 		    const struct sg_write_opts *opts, struct sg_call *call, struct sg_err *err)
 {

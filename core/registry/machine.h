@@ -191,6 +191,10 @@ int sg_m_exec(struct sg_entry *e, const struct sg_exec_req *req, struct sg_call 
 	      struct sg_exec_result *res, struct sg_err *err);
 int sg_m_file_read(struct sg_entry *e, const char *path, size_t max, struct sg_call *call,
 		   struct sg_buf *out, struct sg_err *err);
+/* [offset, offset + len) of path into out, *size the file's size;
+ * SG_E_NOTSUP when the backend or machine reads only whole files. */
+int sg_m_file_read_at(struct sg_entry *e, const char *path, uint64_t offset, size_t len,
+		      struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err);
 int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size_t len,
 		    const struct sg_write_opts *opts, struct sg_call *call, struct sg_err *err);
 int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,

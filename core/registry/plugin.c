@@ -127,12 +127,16 @@ static const struct group groups[] = {
 	{ "status", false, "stream", { SLOT(stream_open_status), SLOT(stream_read_ch) } },
 	{ "files", true, NULL,
 	  { SLOT(file_read), SLOT(file_write), SLOT(file_list), SLOT(file_stat), SLOT(file_remove) } },
+	{ "range", false, "files", { SLOT(file_read_at) } },
 };
 
 static bool slot_set(const struct sg_backend *b, size_t off)
 {
 	void (*fp)(void);
 
+	/* A slot appended after the plugin was built is not there. */
+	if (off + sizeof(fp) > b->size)
+		return false;
 	memcpy(&fp, (const char *)b + off, sizeof(fp));
 	return fp != NULL;
 }

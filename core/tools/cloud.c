@@ -205,30 +205,30 @@ out:
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* The page [offset, offset + limit) of a file's bytes; a utf-8 page ends
- * on a character boundary unless that would leave it empty. */
-static json_t *read_page(struct sg_entry *e, const char *full, const struct sg_buf *buf,
-			 size_t offset, size_t limit, bool b64)
+/* The page of a file of n bytes that starts at byte off: its first k bytes
+ * are at p (k at most the limit).  A utf-8 page ends on a character
+ * boundary unless that would leave it empty. */
+static json_t *read_page(struct sg_entry *e, const char *full, const char *p, size_t k,
+			 size_t off, size_t n, size_t limit, bool b64)
 {
-	const char *p = buf->data ? buf->data : "";
-	size_t n = buf->len, off = offset < n ? offset : n, k = n - off < limit ? n - off : limit;
 	json_t *r;
 
-	if (!b64 && off + k < n && sg_utf8_cut_back(p + off, k))
-		k = sg_utf8_cut_back(p + off, k);
+	p = p ? p : "";
+	if (!b64 && off + k < n && sg_utf8_cut_back(p, k))
+		k = sg_utf8_cut_back(p, k);
 	/* Bytes that are not UTF-8 come back as base64, said so explicitly,
 	 * rather than silently altered. */
-	if (b64 || !sg_utf8_valid(p + off, k)) {
-		char *enc = sg_base64_encode(p + off, k);
+	if (b64 || !sg_utf8_valid(p, k)) {
+		char *enc = sg_base64_encode(p, k);
 
 		r = json_pack("{s:s, s:s, s:s, s:I}", "path", full, "content", enc, "encoding", "base64",
 			      "size", (json_int_t)n);
 		free(enc);
 	} else {
-		r = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content", p + off, k, "encoding",
+		r = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content", p, k, "encoding",
 			      "utf-8", "size", (json_int_t)n);
 	}
-	if (offset)
+	if (off)
 		json_object_set_new(r, "offset", json_integer((json_int_t)off));
 	if (off + k < n) {
 		json_t *args = json_pack("{s:s, s:I, s:I, s:s}", "path", full, "offset",
@@ -242,12 +242,13 @@ static json_t *read_page(struct sg_entry *e, const char *full, const struct sg_b
 	return r;
 }
 
-/* Reserves what a read holds ([server] memory_budget): the whole file
- * (the backend reads it all), and the page three times over (the result's
- * string, the reply's text and the transport's copy), base64 a third more.
- * A file that cannot be looked at first reserves the most a read moves. */
+/* Reserves what a read holds ([server] memory_budget): what the backend
+ * reads (the page, or the whole file where it reads only whole files), and
+ * the page three times over (the result's string, the reply's text and the
+ * transport's copy), base64 a third more.  A file that cannot be looked at
+ * first reserves the most a read moves. */
 static int reserve_read(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
-			size_t offset, size_t limit, bool b64, struct sg_err *err)
+			size_t offset, size_t limit, bool b64, bool ranged, struct sg_err *err)
 {
 	struct sg_stat st = { 0 };
 	struct sg_err serr = { 0 };
@@ -260,9 +261,42 @@ static int reserve_read(struct sg_tool_ctx *t, struct sg_entry *e, const char *f
 	page = offset < size ? size - offset : 0;
 	if (page > limit)
 		page = limit;
+	if (ranged)
+		size = page;
 	if (b64)
 		page += page / 3 + 4;
 	return sg_call_mem_reserve(t->call, size + 3 * page, err);
+}
+
+/* The page of path from offset: only the page where the backend reads
+ * parts, else the whole file and its page. */
+static int read_file_page(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
+			  size_t offset, size_t limit, bool b64, json_t **result, struct sg_err *err)
+{
+	struct sg_buf buf = { 0 };
+	bool ranged = SG_HAS(e->m.backend, file_read_at);
+	uint64_t size = 0;
+	int rc;
+
+	rc = ranged ? sg_m_file_read_at(e, full, offset, limit, t->call, &buf, &size, err) : -1;
+	if (rc == 0) {
+		size_t off = offset < size ? offset : (size_t)size;
+
+		*result = read_page(e, full, buf.data, buf.len < limit ? buf.len : limit, off,
+				    (size_t)size, limit, b64);
+	} else if (!ranged || err->code == SG_E_NOTSUP) {
+		sg_buf_release(&buf);
+		rc = sg_m_file_read(e, full, file_cap(), t->call, &buf, err);
+		if (rc == 0) {
+			size_t off = offset < buf.len ? offset : buf.len;
+			size_t k = buf.len - off < limit ? buf.len - off : limit;
+
+			*result = read_page(e, full, buf.data ? buf.data + off : NULL, k, off, buf.len,
+					    limit, b64);
+		}
+	}
+	sg_buf_release(&buf);
+	return rc;
 }
 
 static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
@@ -270,7 +304,6 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 {
 	const char *path, *encoding;
 	struct sg_entry *e = NULL;
-	struct sg_buf buf = { 0 };
 	char *full = NULL;
 	double offset, limit;
 	bool created, b64;
@@ -292,18 +325,17 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
 	full = machine_path(e, path);
-	if (reserve_read(t, e, full, (size_t)offset, (size_t)limit, b64, err) < 0)
+	if (reserve_read(t, e, full, (size_t)offset, (size_t)limit, b64,
+			 SG_HAS(e->m.backend, file_read_at), err) < 0)
 		goto out;
-	if (sg_m_file_read(e, full, file_cap(), t->call, &buf, err) < 0) {
+	if (read_file_page(t, e, full, (size_t)offset, (size_t)limit, b64, result, err) < 0) {
 		file_failed_fix(err, "list_files shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;
 	}
-	*result = read_page(e, full, &buf, (size_t)offset, (size_t)limit, b64);
 	sg_tool_result_machine(*result, e, created);
 	ret = 0;
 out:
-	sg_buf_release(&buf);
 	free(full);
 	sg_machine_put(e);
 	return ret;

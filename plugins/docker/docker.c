@@ -368,4 +368,5 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.config_sections = docker_config_sections,
 	.actions = docker_actions,
 	.n_actions = DOCKER_N_ACTIONS,
+	.file_read_at = docker_file_read_at,
 };

@@ -318,6 +318,7 @@ sg_stream_read_ch_fn docker_stream_read_ch;
 /* ---- files.c ----------------------------------------------------------------- */
 
 sg_file_read_fn docker_file_read;
+sg_file_read_at_fn docker_file_read_at;
 sg_file_write_fn docker_file_write;
 sg_file_list_fn docker_file_list;
 sg_file_stat_fn docker_file_stat;

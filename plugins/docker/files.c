@@ -435,6 +435,24 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 	return docker_get_file(ctx, m, real, max, out, err);
 }
 
+/* Through the runner only: the archive API moves whole files. */
+int docker_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, size_t len,
+			struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err)
+{
+	struct docker_ctx *ctx = docker_ctx_of(m, err);
+	struct rnc_site *site = ctx ? docker_runner_site(m) : NULL;
+	char abs[DOCKER_PATH_MAX];
+	int rc;
+
+	if (!ctx || docker_abs(ctx, m, path, abs, err) < 0)
+		return -1;
+	if (len > ctx->file_cap)
+		len = ctx->file_cap;
+	if (site && (rc = rnc_file_read_at(site, abs, offset, len, call, out, size, err)) <= 0)
+		return rc;
+	return ctx->host->errf(err, SG_E_NOTSUP, "%s: no runner: the file is read whole", abs);
+}
+
 /* ---- write --------------------------------------------------------------------------- */
 
 /* Moves the uploaded temp file $1 over $2, keeping an existing file's owner

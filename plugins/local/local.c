@@ -239,4 +239,5 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.file_list = local_file_list,
 	.file_stat = local_file_stat,
 	.file_remove = local_file_remove,
+	.file_read_at = local_file_read_at,
 };

@@ -164,6 +164,7 @@ sg_stream_close_fn local_stream_close;
 sg_stream_open_status_fn local_stream_open_status;
 sg_stream_read_ch_fn local_stream_read_ch;
 sg_file_read_fn local_file_read;
+sg_file_read_at_fn local_file_read_at;
 sg_file_write_fn local_file_write;
 sg_file_list_fn local_file_list;
 sg_file_stat_fn local_file_stat;

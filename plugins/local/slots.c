@@ -128,6 +128,14 @@ int local_file_read(struct sg_machine *m, const char *path, size_t max, struct s
 	return lm ? rnc_file_read(&lm->site, path, 0, max, true, call, out, err) : -1;
 }
 
+int local_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, size_t len,
+		       struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err)
+{
+	struct local_machine *lm = local_machine_of(m, err);
+
+	return lm ? rnc_file_read_at(&lm->site, path, offset, len, call, out, size, err) : -1;
+}
+
 int local_file_write(struct sg_machine *m, const char *path, const void *data, size_t len,
 		     const struct sg_write_opts *opts, struct sg_call *call, struct sg_err *err)
 {

@@ -368,9 +368,9 @@ static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size
  * one version and the tail of another.  After this many, the last error. */
 #define RNC_READ_RESTARTS 8
 
-int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
-		  bool whole, const struct sg_call *call, struct sg_buf *out,
-		  struct sg_err *err)
+static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
+		     bool whole, const struct sg_call *call, struct sg_buf *out, uint64_t *size_out,
+		     struct sg_err *err)
 {
 	size_t base = out->len;
 	uint64_t at = offset, inode = 0, dev = 0;
@@ -398,7 +398,7 @@ int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t 
 		}
 		inode = a.inode;
 		dev = a.dev;
-		size = a.size;
+		size = *size_out = a.size;
 		if (whole && size > offset && size - offset > max)
 			rc = s->host->errf(err, SG_E_TOOBIG, "%s: read %s: the file holds %llu bytes, "
 					   "more than the %zu allowed", s->ops->tag, path,
@@ -418,6 +418,23 @@ int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t 
 	if (out->data)
 		out->data[out->len] = '\0';
 	return rc;
+}
+
+int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
+		  bool whole, const struct sg_call *call, struct sg_buf *out,
+		  struct sg_err *err)
+{
+	uint64_t size;
+
+	return file_read(s, path, offset, max, whole, call, out, &size, err);
+}
+
+int rnc_file_read_at(struct rnc_site *s, const char *path, uint64_t offset, size_t len,
+		     const struct sg_call *call, struct sg_buf *out, uint64_t *size,
+		     struct sg_err *err)
+{
+	*size = 0;
+	return file_read(s, path, offset, len, false, call, out, size, err);
 }
 
 int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,

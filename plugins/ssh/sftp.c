@@ -946,6 +946,29 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	return rc;
 }
 
+/* Through the runner only (confined as ssh_file_read confines it); over SFTP
+ * or exec the file is read whole. */
+int ssh_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, size_t len,
+		     struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err)
+{
+	struct ssh_machine *sm;
+	const char *p;
+	char *own = NULL;
+	int rc;
+
+	if (ssh_slot_path(m, path, &sm, &p, &own, err) < 0)
+		return -1;
+	if (len > sm->ctx->file_cap)
+		len = sm->ctx->file_cap;
+	rc = sm->jail ? 0 : ssh_confine_runner(sm, p, false, call, err);
+	if (rc == 0)
+		rc = rnc_file_read_at(ssh_site_of(sm), p, offset, len, call, out, size, err);
+	if (rc > 0)
+		rc = sm->ctx->host->errf(err, SG_E_NOTSUP, "%s: no runner: the file is read whole", p);
+	free(own);
+	return rc;
+}
+
 /* A write through the runner (confined by its REALPATH off a jail): as
  * rnc_file_write, 1 when the runner cannot serve. */
 static int ssh_write_runner(struct ssh_machine *sm, const struct ssh_write_args *wa,

@@ -333,4 +333,5 @@ SG_EXPORT const struct sg_backend sg_backend = {
 	.file_remove = ssh_file_remove,
 	.actions = ssh_actions,
 	.n_actions = SSH_N_ACTIONS,
+	.file_read_at = ssh_file_read_at,
 };

@@ -468,6 +468,7 @@ sg_stream_read_ch_fn ssh_stream_read_ch;
 /* ---- sftp.c ------------------------------------------------------------------- */
 
 sg_file_read_fn ssh_file_read;
+sg_file_read_at_fn ssh_file_read_at;
 sg_file_write_fn ssh_file_write;
 sg_file_list_fn ssh_file_list;
 sg_file_stat_fn ssh_file_stat;

@@ -61,7 +61,7 @@ t.run(async () => {
     const pref = ps.find((p) => p.name === 'fakepref');
     const off = ps.find((p) => p.name === 'fakeoff');
     t.is(pref?.path, path.join(links, 'fakepref.so'), `${how}: fakepref is loaded through its symlink`);
-    t.is(pref?.abi, '2.1', `${how}: fakepref is an ABI 2.1 plugin (built with this header)`);
+    t.is(pref?.abi, '2.2', `${how}: fakepref is an ABI 2.2 plugin (built with this header)`);
     t.is(pref?.preference, 100, `${how}: fakepref is usable with preference 100`);
     t.is(off?.path, path.join(links, 'fakeoff.so'), `${how}: fakeoff is loaded through its symlink`);
     t.is(off?.why, OFF_WHY('fakeoff'), `${how}: config says fakeoff is not usable, and why`);

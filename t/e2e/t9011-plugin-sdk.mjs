@@ -96,10 +96,10 @@ t.run(async () => {
   fs.writeFileSync(ini, `[plugin]\npath = ${plugdir}\nload = example\n\n[sandbox]\ndefault_backend = example\n`);
   const cfg = await runCli(['--config', ini, 'config']);
   t.is(cfg.code, 0, 'sandgate config with [plugin] path and load = example exits 0', cfg.stderr);
-  t.ok(cfg.stdout.split('\n').includes(`; example 1.0 (ABI 2.1) from ${path.join(plugdir, 'example.so')}: not usable: ` +
+  t.ok(cfg.stdout.split('\n').includes(`; example 1.0 (ABI 2.2) from ${path.join(plugdir, 'example.so')}: not usable: ` +
     'example: the template backend runs commands unconfined on this host, so it is never chosen by probe: ' +
     'name it (create_sandbox backend "example", or [sandbox] default_backend)'),
-    'config lists example 1.0, ABI 2.1, from [plugin] path, and its probe\'s refusal', cfg.stdout);
+    'config lists example 1.0, ABI 2.2, from [plugin] path, and its probe\'s refusal', cfg.stdout);
   t.like(cfg.stdout, /\n\[example\]\nroot = \t; default\n/, 'its key [example] root is registered, without a default');
 
   // 4. every cloud tool in one session

@@ -139,6 +139,31 @@ static void test_read_write(struct rnc_site *s)
 		    "read 10 bytes at offset 1000000");
 	sg_buf_release(&b);
 	b = (struct sg_buf){ 0 };
+	{
+		uint64_t size = 1;
+
+		/* A page across a chunk boundary, then past the end. */
+		rc = rnc_file_read_at(s, at("big.bin"), RN_FILE_CHUNK - 3, 7, NULL, &b, &size, &e);
+		fakehost_ok(rc == 0 && b.len == 7 && size == big &&
+			    memcmp(b.data, data + RN_FILE_CHUNK - 3, 7) == 0,
+			    "read_at: 7 bytes across a chunk boundary, and the size %zu", big);
+		sg_buf_release(&b);
+		b = (struct sg_buf){ 0 };
+		rc = rnc_file_read_at(s, at("big.bin"), big - 5, 100, NULL, &b, &size, &e);
+		fakehost_ok(rc == 0 && b.len == 5 && size == big && memcmp(b.data, data + big - 5, 5) == 0,
+			    "read_at: a page past the end keeps what is there");
+		sg_buf_release(&b);
+		b = (struct sg_buf){ 0 };
+		rc = rnc_file_read_at(s, at("big.bin"), big + 10, 100, NULL, &b, &size, &e);
+		fakehost_ok(rc == 0 && b.len == 0 && size == big, "read_at: past the end, nothing");
+		sg_buf_release(&b);
+		b = (struct sg_buf){ 0 };
+		rc = rnc_file_read_at(s, at("nothing-here"), 0, 100, NULL, &b, &size, &e);
+		fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND && size == 0 && b.len == 0,
+			    "read_at: a missing file is SG_E_NOTFOUND, size 0");
+		sg_buf_release(&b);
+		b = (struct sg_buf){ 0 };
+	}
 	rc = rnc_file_read(s, at("big.bin"), 0, 1000, true, NULL, &b, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_TOOBIG && b.len == 0,
 		    "a whole read over its cap is SG_E_TOOBIG (%s)", e.msg);

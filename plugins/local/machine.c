@@ -6,6 +6,8 @@
  * and every sandbox directory, is its owner tag: it names the directory and the owner, and
  * is written before the core records the machine, so that attach finds the
  * directory again and machine_list finds sandboxes whose record was lost.
+ * A spare's tag waits in <state dir>/local/spares/ until it is handed out
+ * (spare.c).
  *
  * A sandbox outlives the sandgate process that made it only as its
  * directory: its jail (and every process in it) ends with that process, and

@@ -129,6 +129,11 @@ static int local_init(const struct sg_host_api *host, void **priv, struct sg_err
 	ctx->faults = f && strcmp(f, "1") == 0; /* test hook: the runner's --fault */
 	pthread_mutex_init(&ctx->lock, NULL);
 	config_user(ctx);
+	if (local_spare_start(ctx, err) < 0) {
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return -1;
+	}
 	*priv = ctx;
 	return 0;
 }
@@ -139,6 +144,7 @@ static void local_fini(void *priv)
 
 	if (!ctx)
 		return;
+	local_spare_stop(ctx); /* its jails use the runner binary */
 	rn_binary_free(&ctx->bin);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
@@ -156,9 +162,10 @@ int local_probe(void *priv, unsigned timeout_ms, struct sg_probe *out, struct sg
 		rc = ctx->host->errf(err, SG_E_INVAL, "local: %s", ctx->user_why);
 	else
 		rc = local_jail_check(ctx, timeout_ms, err);
-	out->details = json_pack("{s:s, s:s, s:s, s:s, s:o}", "bwrap", ctx->bwrap, "root", ctx->root,
-				 "user", ctx->user, "network", ctx->network_host ? "host" : "none",
-				 "limits", local_limits_json(ctx));
+	out->details = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "bwrap", ctx->bwrap, "root",
+				 ctx->root, "user", ctx->user, "network",
+				 ctx->network_host ? "host" : "none", "limits",
+				 local_limits_json(ctx), "spare", local_spare_facts(ctx));
 	return rc;
 }
 
@@ -180,6 +187,10 @@ static const struct sg_config_key local_config_keys[] = {
 	  .help = "the sandgate-runner binary on this host; default: next to local.so, else "
 		  "the installed libexec/sandgate/sandgate-runner",
 	  .env = "SANDGATE_RUNNER" },
+	{ .key = "spare", .accepts = "uint",
+	  .help = "sandboxes kept made ahead, their jail running, for create_sandbox to take "
+		  "(default 1, or 0 when [sandbox] default_backend names another backend; at "
+		  "most 16); only servers keep them" },
 	{ .key = "pids", .def = "512", .accepts = "uint",
 	  .help = "processes and threads per sandbox (cgroup pids.max; without cgroups "
 		  "RLIMIT_NPROC of the user); 0: no limit" },

@@ -9,6 +9,7 @@
  *   limits.c   cgroups (v2, or the v1 pids and memory controllers) and
  *              rlimits
  *   slots.c    exec, streams and files: the one runner client's calls
+ *   spare.c    sandboxes made ahead of create_sandbox, their jail running
  *   beneath.c  the host side of a sandbox directory: resolving beneath it
  *              in one step, removing it without following links
  */
@@ -75,6 +76,9 @@ struct local_ctx {
 	bool cg_tried;
 	struct local_cgroups cg;         /* found once (limits.c) */
 	unsigned jail_seq;               /* names the jails' cgroups */
+
+	struct local_spare *spare;       /* spare.c, owned; NULL: none (set by
+					    init, cleared by fini) */
 };
 
 /* One jail: a bwrap process and its keeper thread (jail.c). */
@@ -149,10 +153,54 @@ json_t *local_limits_json(struct local_ctx *ctx);
 /* ---- machine.c ---------------------------------------------------------------- */
 
 sg_machine_create_fn local_machine_create;
+
+/* For spare.c: a sandbox in steps.  local_sandbox_new() chooses the id,
+ * makes the directory and writes the owner tag (owner, persistent,
+ * lifetime_s; in local/spares when spare, else local/owners); *out (its
+ * jail starts on first use) is the caller's: local_sandbox_bind() gives it
+ * to m, local_sandbox_drop() ends its jail, removes the directory and the
+ * tag (spare: which one) and frees it.  0 or -1 with err. */
+int local_sandbox_new(struct local_ctx *ctx, bool spare, const char *owner, bool persistent,
+		      unsigned lifetime_s, struct local_machine **out, struct sg_err *err);
+/* Gives m lm's strings, its handle and the jail's facts; 0, or -1 with err
+ * (lm stays the caller's, m->handle unset). */
+int local_sandbox_bind(struct local_machine *lm, struct sg_machine *m, struct sg_err *err);
+void local_sandbox_drop(struct local_machine *lm, bool spare);
+/* Removes the directory dir of sandbox id (beneath [local] root only,
+ * following no link) and its tag; 0, or -1 with err (may be NULL). */
+int local_sandbox_remove(struct local_ctx *ctx, bool spare, const char *id, const char *dir,
+			 struct sg_err *err);
+/* The directory of owner tags (spare: of spares), made when missing; 0 or
+ * -1 (errno). */
+int local_tag_dir(struct local_ctx *ctx, bool spare, char *out, size_t n);
+/* Writes the owner tag of sandbox id in dir (created: now) atomically, with
+ * an fsync; 0 or -1 (errno). */
+int local_tag_write(struct local_ctx *ctx, bool spare, const char *id, const char *dir,
+		    const char *owner, bool persistent, unsigned lifetime_s);
 sg_machine_attach_fn local_machine_attach;
 sg_machine_destroy_fn local_machine_destroy;
 sg_machine_release_fn local_machine_release;
 sg_machine_list_fn local_machine_list;
+
+/* ---- spare.c ------------------------------------------------------------------ */
+
+struct local_spare;
+
+/* In a server (host->server), reads [local] spare and starts the thread
+ * that removes the spares of sandgates that are gone and keeps N ready.
+ * 0, or -1 with err (no thread). */
+int local_spare_start(struct local_ctx *ctx, struct sg_err *err);
+/* Stops the thread and removes every spare still ready. */
+void local_spare_stop(struct local_ctx *ctx);
+/* Gives m a ready spare when req fits one (no persistent machine, no create
+ * options): 0 (m filled, its handle set, its runner running; its tag now an
+ * ordinary owner tag), 1 when none was taken (m untouched). */
+int local_spare_take(struct local_ctx *ctx, const struct sg_create_req *req,
+		     struct sg_machine *m);
+/* For status: in a server {size, ready, hits, misses}, else {size,
+ * spares_now: spares of running sandgates in this state directory, -1
+ * unknown}.  A new object. */
+json_t *local_spare_facts(struct local_ctx *ctx);
 
 /* ---- slots.c ------------------------------------------------------------------ */
 

@@ -6,6 +6,8 @@
  * and every sandbox directory, is its owner tag: it names the directory and the owner, and
  * is written before the core records the machine, so that attach finds the
  * directory again and machine_list finds sandboxes whose record was lost.
+ * A spare's tag waits in <state dir>/local/spares/ until it is handed out
+ * (spare.c).
  *
  * A sandbox outlives the sandgate process that made it only as its
  * directory: its jail (and every process in it) ends with that process, and
@@ -51,9 +53,14 @@ static int mkdir_p(const char *path)
 	return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+int local_tag_dir(struct local_ctx *ctx, bool spare, char *out, size_t n)
+{
+	return mrec_dir(ctx->host->state_dir(), spare ? "local/spares" : "local/owners", out, n);
+}
+
 static int tag_dir(struct local_ctx *ctx, char *out, size_t n)
 {
-	return mrec_dir(ctx->host->state_dir(), "local/owners", out, n);
+	return local_tag_dir(ctx, false, out, n);
 }
 
 /* True for an id this plugin makes: "local-" and 12 hex digits. */
@@ -63,14 +70,21 @@ static bool id_ok(const char *id)
 	       strspn(id + 6, "0123456789abcdef") == 2 * LOCAL_RAND_BYTES;
 }
 
-/* Writes the tag of id atomically (records.h). */
-static int tag_write(struct local_ctx *ctx, const char *id, json_t *j)
+int local_tag_write(struct local_ctx *ctx, bool spare, const char *id, const char *dir,
+		    const char *owner, bool persistent, unsigned lifetime_s)
 {
-	char dir[LOCAL_PATH_MAX];
+	char tdir[LOCAL_PATH_MAX];
+	json_t *tag;
+	int rc;
 
-	if (!id_ok(id) || tag_dir(ctx, dir, sizeof(dir)) < 0)
+	if (!id_ok(id) || local_tag_dir(ctx, spare, tdir, sizeof(tdir)) < 0)
 		return -1;
-	return mrec_write(dir, id, j);
+	tag = json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "id", id, "dir", dir, "owner",
+			owner ? owner : "", "persistent", persistent, "created",
+			(json_int_t)time(NULL), "lifetime", (json_int_t)lifetime_s);
+	rc = tag ? mrec_write(tdir, id, tag) : -1;
+	json_decref(tag);
+	return rc;
 }
 
 static json_t *tag_read(struct local_ctx *ctx, const char *id)
@@ -80,11 +94,11 @@ static json_t *tag_read(struct local_ctx *ctx, const char *id)
 	return !id_ok(id) || tag_dir(ctx, dir, sizeof(dir)) < 0 ? NULL : mrec_read(dir, id);
 }
 
-static void tag_remove(struct local_ctx *ctx, const char *id)
+static void tag_remove(struct local_ctx *ctx, bool spare, const char *id)
 {
 	char dir[LOCAL_PATH_MAX];
 
-	if (id_ok(id) && tag_dir(ctx, dir, sizeof(dir)) == 0)
+	if (id_ok(id) && local_tag_dir(ctx, spare, dir, sizeof(dir)) == 0)
 		mrec_remove(dir, id);
 }
 
@@ -106,13 +120,29 @@ struct local_machine *local_machine_of(const struct sg_machine *m, struct sg_err
 	return NULL;
 }
 
-/* A handle for sandbox id in dir; its jail starts on first use. */
-static int handle_new(struct local_ctx *ctx, struct sg_machine *m, const char *id,
+/* A handle for sandbox id in dir, bound to no machine; its jail starts on
+ * first use.  NULL: out of memory. */
+static struct local_machine *handle_alloc(struct local_ctx *ctx, const char *id, const char *dir)
+{
+	struct local_machine *lm = calloc(1, sizeof(*lm)); /* local_machine_release() */
+	char where[LOCAL_ID_MAX + 8];
+
+	if (!lm)
+		return NULL;
+	lm->ctx = ctx;
+	snprintf(lm->id, sizeof(lm->id), "%s", id);
+	snprintf(lm->dir, sizeof(lm->dir), "%s", dir);
+	snprintf(where, sizeof(where), "in %s", id);
+	rnc_site_init(&lm->site, ctx->host, &local_site_ops, lm, where, true, ctx->faults);
+	rnc_kstate_init(&lm->code);
+	return lm;
+}
+
+/* Gives m the strings of lm's sandbox. */
+static int fields_set(struct local_ctx *ctx, struct sg_machine *m, const char *id,
 		      const char *dir, struct sg_err *err)
 {
 	const struct sg_host_api *h = ctx->host;
-	struct local_machine *lm;
-	char where[LOCAL_ID_MAX + 8];
 
 	if (h->machine_set(m, SG_MACHINE_ID, "%s", id) < 0 ||
 	    h->machine_set(m, SG_MACHINE_WORKSPACE, LOCAL_WORKSPACE) < 0 ||
@@ -120,17 +150,26 @@ static int handle_new(struct local_ctx *ctx, struct sg_machine *m, const char *i
 	    h->machine_set(m, SG_MACHINE_TEMPLATE, "default") < 0)
 		return h->errf(err, SG_E_INVAL, "local: the directory of sandbox %s is too long or "
 			       "holds control characters: %s", id, dir);
-	lm = calloc(1, sizeof(*lm)); /* local_machine_release() */
-	if (!lm)
-		return h->errf(err, SG_E_NOMEM, "local: out of memory");
-	lm->ctx = ctx;
-	snprintf(lm->id, sizeof(lm->id), "%s", id);
-	snprintf(lm->dir, sizeof(lm->dir), "%s", dir);
-	snprintf(where, sizeof(where), "in %s", id);
-	rnc_site_init(&lm->site, h, &local_site_ops, lm, where, true, ctx->faults);
-	rnc_kstate_init(&lm->code);
-	m->handle = lm;
 	return 0;
+}
+
+/* A handle for sandbox id in dir, given to m; its jail starts on first use. */
+static int handle_new(struct local_ctx *ctx, struct sg_machine *m, const char *id,
+		      const char *dir, struct sg_err *err)
+{
+	if (fields_set(ctx, m, id, dir, err) < 0)
+		return -1;
+	m->handle = handle_alloc(ctx, id, dir);
+	return m->handle ? 0 : ctx->host->errf(err, SG_E_NOMEM, "local: out of memory");
+}
+
+/* Ends the handle's runner and jail and frees it. */
+static void handle_free(struct local_machine *lm)
+{
+	rnc_site_fini(&lm->site); /* the runner sees EOF, its jail ends */
+	local_jail_end(lm);
+	rnc_kstate_fini(&lm->code);
+	free(lm);
 }
 
 /* Reports the jail's isolation and limits (create_sandbox's details). */
@@ -201,13 +240,62 @@ static int make_dir(struct local_ctx *ctx, const char *name, char *dir, size_t s
 	return 0;
 }
 
+int local_sandbox_new(struct local_ctx *ctx, bool spare, const char *owner, bool persistent,
+		      unsigned lifetime_s, struct local_machine **out, struct sg_err *err)
+{
+	char rnd[2 * LOCAL_RAND_BYTES + 1], name[32], id[LOCAL_ID_MAX], dir[LOCAL_PATH_MAX];
+
+	if (random_hex(rnd, LOCAL_RAND_BYTES) < 0)
+		return ctx->host->errf(err, SG_E_INTERNAL, "local: no randomness");
+	snprintf(name, sizeof(name), LOCAL_DIR_PREFIX "%s", rnd);
+	snprintf(id, sizeof(id), "local-%s", rnd);
+	if (make_dir(ctx, name, dir, sizeof(dir), err) < 0)
+		return -1;
+	if (local_tag_write(ctx, spare, id, dir, owner, persistent, lifetime_s) < 0) {
+		local_remove_tree(AT_FDCWD, dir);
+		return ctx->host->errf(err, SG_E_IO, "local: cannot write the owner tag of %s in "
+				       "%s/local/%s: check that directory", id,
+				       ctx->host->state_dir() ? ctx->host->state_dir() : "(none)",
+				       spare ? "spares" : "owners");
+	}
+	*out = handle_alloc(ctx, id, dir);
+	if (!*out) {
+		tag_remove(ctx, spare, id);
+		local_remove_tree(AT_FDCWD, dir);
+		return ctx->host->errf(err, SG_E_NOMEM, "local: out of memory");
+	}
+	return 0;
+}
+
+int local_sandbox_bind(struct local_machine *lm, struct sg_machine *m, struct sg_err *err)
+{
+	if (fields_set(lm->ctx, m, lm->id, lm->dir, err) < 0)
+		return -1;
+	m->handle = lm;
+	report(lm->ctx, m);
+	return 0;
+}
+
+void local_sandbox_drop(struct local_machine *lm, bool spare)
+{
+	struct local_ctx *ctx = lm->ctx;
+	char id[LOCAL_ID_MAX], dir[LOCAL_PATH_MAX];
+	struct sg_err err;
+
+	snprintf(id, sizeof(id), "%s", lm->id);
+	snprintf(dir, sizeof(dir), "%s", lm->dir);
+	handle_free(lm);
+	if (local_sandbox_remove(ctx, spare, id, dir, &err) < 0)
+		ctx->host->log(SG_LOG_WARNING, LOCAL_PLUGIN, "%s", err.msg);
+}
+
 int local_machine_create(void *priv, const struct sg_create_req *req, struct sg_call *call,
 			 struct sg_machine *m, struct sg_err *err)
 {
 	struct local_ctx *ctx = priv;
-	char rnd[2 * LOCAL_RAND_BYTES + 1], name[32], id[LOCAL_ID_MAX], dir[LOCAL_PATH_MAX];
+	char id[LOCAL_ID_MAX], dir[LOCAL_PATH_MAX];
+	struct local_machine *lm;
 	struct rn_conn *c = NULL;
-	json_t *tag;
 
 	if (req->template_name && *req->template_name && strcmp(req->template_name, "default"))
 		return ctx->host->errf(err, SG_E_NOTFOUND, "local: no template '%s': local "
@@ -215,42 +303,32 @@ int local_machine_create(void *priv, const struct sg_create_req *req, struct sg_
 				       req->template_name);
 	if (ctx->user_why[0])
 		return ctx->host->errf(err, SG_E_INVAL, "local: %s", ctx->user_why);
-	if (random_hex(rnd, LOCAL_RAND_BYTES) < 0)
-		return ctx->host->errf(err, SG_E_INTERNAL, "local: no randomness");
-	snprintf(name, sizeof(name), LOCAL_DIR_PREFIX "%s", rnd);
-	snprintf(id, sizeof(id), "local-%s", rnd);
+	/* A jail started ahead when one is ready and fits (spare.c). */
+	if (local_spare_take(ctx, req, m) == 0)
+		return 0;
 	if (call)
 		ctx->host->progress(call, 1, 3, "making the directory");
-	if (make_dir(ctx, name, dir, sizeof(dir), err) < 0)
+	if (local_sandbox_new(ctx, false, req->owner, req->persistent, req->lifetime_s, &lm,
+			      err) < 0)
 		return -1;
-	tag = json_pack("{s:s, s:s, s:s, s:b, s:I, s:I}", "id", id, "dir", dir, "owner",
-			req->owner ? req->owner : "", "persistent", req->persistent,
-			"created", (json_int_t)time(NULL), "lifetime", (json_int_t)req->lifetime_s);
-	if (!tag || tag_write(ctx, id, tag) < 0) {
-		json_decref(tag);
-		local_remove_tree(AT_FDCWD, dir);
-		return ctx->host->errf(err, SG_E_IO, "local: cannot write the owner tag of %s in "
-				       "%s/local/owners: check that directory", id,
-				       ctx->host->state_dir() ? ctx->host->state_dir() : "(none)");
+	snprintf(id, sizeof(id), "%s", lm->id);
+	snprintf(dir, sizeof(dir), "%s", lm->dir);
+	if (local_sandbox_bind(lm, m, err) < 0) {
+		local_sandbox_drop(lm, false);
+		return -1;
 	}
-	json_decref(tag);
-	if (handle_new(ctx, m, id, dir, err) < 0)
-		goto fail;
 	/* The jail now, so that a host that cannot make one refuses here. */
 	if (call)
 		ctx->host->progress(call, 2, 3, "starting the jail");
-	if (rnc_site_get(&((struct local_machine *)m->handle)->site, &c, err) != 0)
-		goto fail;
+	if (rnc_site_get(&lm->site, &c, err) != 0) {
+		local_machine_release(m);
+		local_sandbox_remove(ctx, false, id, dir, NULL);
+		return -1;
+	}
 	rn_conn_put(c);
-	report(ctx, m);
 	ctx->host->log(SG_LOG_INFO, LOCAL_PLUGIN, "created %s in %s (user %s, network %s)", id,
 		       dir, ctx->user, ctx->network_host ? "host" : "none");
 	return 0;
-fail:
-	local_machine_release(m);
-	tag_remove(ctx, id);
-	local_remove_tree(AT_FDCWD, dir);
-	return -1;
 }
 
 /* ---- attach, destroy, release, list ------------------------------------------------------ */
@@ -318,6 +396,15 @@ static int remove_dir(struct local_ctx *ctx, const char *id, const char *dir, st
 	return 0;
 }
 
+int local_sandbox_remove(struct local_ctx *ctx, bool spare, const char *id, const char *dir,
+			 struct sg_err *err)
+{
+	if (remove_dir(ctx, id, dir, err) < 0)
+		return -1;
+	tag_remove(ctx, spare, id);
+	return 0;
+}
+
 int local_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_err *err)
 {
 	struct local_machine *lm = m ? m->handle : NULL;
@@ -343,7 +430,7 @@ int local_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_
 	}
 	if (rc < 0)
 		return -1;
-	tag_remove(ctx, m->id);
+	tag_remove(ctx, false, m->id);
 	ctx->host->log(SG_LOG_INFO, LOCAL_PLUGIN, "removed %s", m->id);
 	return 0;
 }
@@ -354,10 +441,7 @@ void local_machine_release(struct sg_machine *m)
 
 	if (!lm)
 		return;
-	rnc_site_fini(&lm->site); /* the runner sees EOF, its jail ends */
-	local_jail_end(lm);
-	rnc_kstate_fini(&lm->code);
-	free(lm);
+	handle_free(lm);
 	m->handle = NULL;
 }
 

@@ -83,6 +83,15 @@ void mrec_remove(const char *dir, const char *id)
 		unlink(path);
 }
 
+int mrec_move(const char *from, const char *to, const char *id)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+
+	if (rec_path(from, id, src, sizeof(src)) < 0 || rec_path(to, id, dst, sizeof(dst)) < 0)
+		return -1;
+	return rename(src, dst);
+}
+
 static json_t *list_entry(json_t *rec, const char *id)
 {
 	const char *owner = json_string_value(json_object_get(rec, "owner"));

@@ -34,6 +34,12 @@ json_t *mrec_read(const char *dir, const char *id);
 /* Removes the record of id, if any. */
 void mrec_remove(const char *dir, const char *id);
 
+/* Moves the record of id from directory `from` to `to` (both made by
+ * mrec_dir under one state directory): one rename, atomic, no fsync (a
+ * crash may leave it where it was).  Returns 0, or -1 (rename's errno;
+ * EINVAL for a bad id). */
+int mrec_move(const char *from, const char *to, const char *id);
+
 /* Appends to out (a JSON array, borrowed) {id, owner, persistent, created,
  * lifetime} for each record whose "id" passes id_ok (NULL: any) — the
  * shape of the machine_list slot (include/sandgate/plugin.h).  A missing

@@ -12,12 +12,12 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { t, preflight, sdkClient, errorText, checkResultShape, runCli, trackSandbox } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, errorText, checkResultShape, runCli, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
 
 const execFileP = promisify(execFile);
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
 // Docker pointed nowhere: the default must come from the probes.
-const NO_DOCKER = { SANDGATE_DOCKER_HOST: 'unix:///nonexistent/docker.sock', DOCKER_HOST: undefined };
+const NO_DOCKER = { SANDGATE_DOCKER_HOST: 'unix:///nonexistent/docker.sock', DOCKER_HOST: undefined, ...SPARE_DEFAULT };
 
 const hostDir = (sb) => sb.url.replace(/^file:\/\//, '');
 const MARK = `300.${process.pid}`; // sleep's argument: a process this test started

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { t, preflight, sdkClient, errorText, tmpdir, trackSandbox } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, errorText, tmpdir, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
 import { startHttp, connect } from '../http/lib.mjs';
 
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
@@ -59,7 +59,7 @@ async function writeTools(srv, sid, p, bDir) {
 t.run(async () => {
   await preflight({ docker: false });
   const lo = await loopbackServer();
-  const srv = await sdkClient(LOCAL, {});
+  const srv = await sdkClient(LOCAL, SPARE_DEFAULT);
   const a = await srv.tool('create_sandbox', {});
   const b = await srv.tool('create_sandbox', {});
   trackSandbox(a.sandbox_id);
@@ -108,7 +108,7 @@ t.run(async () => {
     /own loopback/, '... while the sandbox\'s own loopback works');
   await srv.close();
 
-  const hostNet = await sdkClient([...LOCAL, '--set', 'local.network=host'], {});
+  const hostNet = await sdkClient([...LOCAL, '--set', 'local.network=host'], SPARE_DEFAULT);
   const h = await hostNet.tool('create_sandbox', {});
   trackSandbox(h.sandbox_id);
   t.is(h.details?.network, 'host', 'network = host is in the details');
@@ -119,7 +119,7 @@ t.run(async () => {
   const tokens = path.join(tmpdir(), 'tokens');
   const TA = `token-a-${'a'.repeat(40)}`, TB = `token-b-${'b'.repeat(40)}`;
   fs.writeFileSync(tokens, `${TA}\n${TB}\n`, { mode: 0o600 });
-  const http = await startHttp({ args: LOCAL, set: { auth_tokens_file: tokens } });
+  const http = await startHttp({ args: LOCAL, set: { auth_tokens_file: tokens }, env: SPARE_DEFAULT });
   const sa = await connect(http.url, { token: TA, name: 'agent A' });
   const sb = await connect(http.url, { token: TB, name: 'agent B' });
   const sba = await sb.tool('create_sandbox', {});

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import { t, preflight, sdkClient, errorText, sleep, trackSandbox, waitFor } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, errorText, sleep, trackSandbox, waitFor, SPARE_DEFAULT } from '../lib/sg.mjs';
 
 const execFileP = promisify(execFile);
 const LIMITS = ['--set', 'sandbox.default_backend=local', '--set', 'local.pids=64', '--set', 'local.memory_mb=256'];
@@ -34,7 +34,7 @@ function cgroupProcs(sid) {
 t.run(async () => {
   await preflight({ docker: false });
   if (process.getuid() !== 0) await t.bailOut('these tests check the limits of a sandgate running as root: run them as root, as CI does');
-  const srv = await sdkClient(LIMITS, {});
+  const srv = await sdkClient(LIMITS, SPARE_DEFAULT);
   const a = await srv.tool('create_sandbox', {});
   const b = await srv.tool('create_sandbox', {});
   trackSandbox(a.sandbox_id);

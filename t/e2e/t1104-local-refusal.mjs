@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { t, preflight, sdkClient, errorText, runCli, trackSandbox } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, errorText, runCli, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
 
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
 
@@ -15,7 +15,7 @@ t.run(async () => {
   const marker = path.join(os.tmpdir(), `sg-unconfined-${process.pid}`);
 
   // ---- no bwrap in PATH
-  const noPath = { PATH: '/nonexistent' };
+  const noPath = { PATH: '/nonexistent', ...SPARE_DEFAULT };
   const conf = await runCli(['config'], noPath);
   t.like(conf.stdout, /; local [^\n]*: not usable: local: no bwrap \(bwrap\) in PATH: install bubblewrap \(apt-get install bubblewrap\)/,
     'sandgate config: local is not usable, and the fix is named', { out: conf.stdout.slice(-800) });
@@ -41,7 +41,7 @@ case " $* " in *" --version "*) echo "bubblewrap 0.8.0"; exit 0;; esac
 echo "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'." >&2
 exit 1
 `, { mode: 0o755 });
-  const broken = { PATH: `${fake}:${process.env.PATH}` };
+  const broken = { PATH: `${fake}:${process.env.PATH}`, ...SPARE_DEFAULT };
   const bconf = await runCli(['config'], broken);
   t.like(bconf.stdout, /; local [^\n]*: not usable: local: bubblewrap cannot create the sandbox's namespaces \(bwrap: No permissions to creating new namespace/,
     'sandgate config: local is not usable, with bwrap\'s own words', { out: bconf.stdout.slice(-1000) });

@@ -8,7 +8,7 @@
 // following a link).
 import fs from 'node:fs';
 import path from 'node:path';
-import { t, preflight, sdkClient, tmpdir, trackSandbox } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, tmpdir, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
 
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
 
@@ -21,7 +21,7 @@ t.run(async () => {
   const before = () => fs.readdirSync(canary).sort().join(',');
   const snapshot = before();
 
-  const srv = await sdkClient(LOCAL, {});
+  const srv = await sdkClient(LOCAL, SPARE_DEFAULT);
   const sb = await srv.tool('create_sandbox', {});
   trackSandbox(sb.sandbox_id);
   const dir = sb.url.replace(/^file:\/\//, '');

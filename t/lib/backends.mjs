@@ -31,7 +31,8 @@ export const backends = {
     name: 'local',
     container: true, // a bubblewrap jail: private /tmp, its own hostname
     mutableBin: false, // ... over the host's read-only /usr
-    setup: async () => ({ args: ['--set', 'sandbox.default_backend=local'], env: {} }),
+    // with a spare, as users get it ([local] spare unset)
+    setup: async () => ({ args: ['--set', 'sandbox.default_backend=local'], env: { SANDGATE_LOCAL_SPARE: undefined } }),
   },
   // the plugin template (doc/plugin-template), built here with cc against
   // the tree's header: a directory on this host, nothing isolated

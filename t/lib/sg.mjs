@@ -54,6 +54,9 @@ export function tmpdir() {
   return tmpRoot;
 }
 
+/** For a server's env: [local] spare as users get it (unset), not the suite's 0. */
+export const SPARE_DEFAULT = Object.freeze({ SANDGATE_LOCAL_SPARE: undefined });
+
 /** The environment a sandgate server runs with: ours (sanitizer options included) plus isolation. */
 export function serverEnv(extra = {}) {
   const root = tmpdir();
@@ -67,6 +70,10 @@ export function serverEnv(extra = {}) {
   // pool of 1 would make and remove a container for every server the suite
   // starts, on an engine the tests share (doc/docker.md).
   if (env.SANDGATE_DOCKER_POOL === undefined) env.SANDGATE_DOCKER_POOL = '0';
+  // Nor local spares (doc/local.md): a jail made ahead by each of the suite's
+  // servers, most never on local.  The local tests ask for the default
+  // (SPARE_DEFAULT) and so run as users do.
+  if (env.SANDGATE_LOCAL_SPARE === undefined) env.SANDGATE_LOCAL_SPARE = '0';
   if (process.env.SANDGATE_PLUGIN_DIR) env.SANDGATE_PLUGIN_DIR = process.env.SANDGATE_PLUGIN_DIR;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined || v === null) delete env[k];

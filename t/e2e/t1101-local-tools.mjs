@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { t, preflight, sdkClient, errorText, checkResultShape, runCli, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, errorText, checkResultShape, runCli, trackSandbox, SPARE_DEFAULT, waitFor } from '../lib/sg.mjs';
 
 const execFileP = promisify(execFile);
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
@@ -51,7 +51,9 @@ t.run(async () => {
   t.hasFields(sb.details?.limits ?? {}, { pids: 512, cpu_seconds: 3600, address_space_mb: 16384, open_files: 4096 },
     'details: the configured limits (defaults)', sb.details);
   t.ok(['v1', 'v2', 'none'].includes(sb.details?.limits?.cgroup), `details: cgroup ${sb.details?.limits?.cgroup}`);
-  const log = fs.readFileSync(srv.stderrPath, 'utf8');
+  const chosen = /default backend: local \(chosen by probe[^)]*\); not usable: docker/;
+  const log = await waitFor(() => { const l = fs.readFileSync(srv.stderrPath, 'utf8'); return chosen.test(l) && l; }, 5000) ||
+    fs.readFileSync(srv.stderrPath, 'utf8');
   t.like(log, /default backend: local \(chosen by probe[^)]*\); not usable: docker/, 'the log says the default is local and why docker is not');
 
   // ---- run_command

@@ -11,7 +11,7 @@
 // no temporary file is left (the dead runner's is removed by the new one,
 // RN_FFLAG_SWEEP); one runner runs; the next calls work.
 //
-// 16 MiB; 4 MiB under ThreadSanitizer (TSAN_OPTIONS set, as make
+// 8 MiB; 4 MiB under ThreadSanitizer (TSAN_OPTIONS set, as make
 // check-tsan sets it), where large writes took longer than the test's time
 // (doc/faults.md).
 import fs from 'node:fs';
@@ -19,7 +19,7 @@ import path from 'node:path';
 import { t, preflight, sdkClient, errorText, waitFor, sleep } from '../lib/sg.mjs';
 import { backendFixture, tempNames } from '../lib/faults.mjs';
 
-const BIG = 'N'.repeat((process.env.TSAN_OPTIONS ? 4 : 16) << 20);
+const BIG = 'N'.repeat((process.env.TSAN_OPTIONS ? 4 : 8) << 20);
 const NO_DOCKER = { SANDGATE_DOCKER_HOST: 'unix:///nonexistent/docker.sock', DOCKER_HOST: undefined };
 
 /** pid -> { ppid, args } of every process on this host. */

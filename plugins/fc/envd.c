@@ -464,6 +464,19 @@ static int fc_fix_mode(struct sg_machine *m, const char *tmp, const char *dest, 
 	return r;
 }
 
+/* Removes the temporary file of a write that failed; its own failure is not
+ * the call's (the call already failed), so it is not reported. */
+static void fc_remove_tmp(struct fc_machine *fm, const char *tmp)
+{
+	struct sg_err rerr;
+	json_t *req = json_pack("{s:s}", "path", tmp), *o = NULL;
+
+	fc_envd_unary(fm, "filesystem.Filesystem/Remove", req, false, NULL, "remove", &o, NULL, 0,
+		      &rerr);
+	json_decref(req);
+	json_decref(o);
+}
+
 /* Atomic from sandgate's view: the bytes go to a temporary name beside the
  * file, which is then renamed over it (Move is a rename in one directory),
  * so a reader sees the old or the new content, never a torn one. */
@@ -506,18 +519,14 @@ int fc_file_write(struct sg_machine *m, const char *path, const void *data, size
 		fm->ctx->host->errf(err, SG_E_NOMEM, "fc: out of memory");
 		goto out;
 	}
-	if (fc_upload(fm, tmp, data, len, call, err) < 0)
-		goto out;
 	fix = exists ? st.mode != FC_MODE_NEW_FILE : want != FC_MODE_NEW_FILE;
-	if ((fix && fc_fix_mode(m, tmp, path, want, call, err) < 0) ||
+	/* A failed upload may have left part of the bytes under tmp (envd
+	 * answers 507 on a full disk after writing what fitted), so tmp goes
+	 * whichever step failed. */
+	if (fc_upload(fm, tmp, data, len, call, err) < 0 ||
+	    (fix && fc_fix_mode(m, tmp, path, want, call, err) < 0) ||
 	    fc_move(fm, tmp, path, call, err) < 0) {
-		struct sg_err rerr;
-		json_t *req = json_pack("{s:s}", "path", tmp), *o = NULL;
-
-		fc_envd_unary(fm, "filesystem.Filesystem/Remove", req, false, NULL, "remove", &o,
-			      NULL, 0, &rerr);
-		json_decref(req);
-		json_decref(o);
+		fc_remove_tmp(fm, tmp);
 		goto out;
 	}
 	ret = 0;

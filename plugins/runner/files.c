@@ -12,7 +12,9 @@
  * directory, takes its bytes from STDIN frames as they come (64 KiB each)
  * and commits at STDIN_CLOSE: mode and owner of the file it replaces (or
  * the requested mode), fsync, rename, fsync of the directory.  KILL, or the
- * runner's end, drops it and its temporary file.
+ * runner's end, drops it and its temporary file; a runner killed outright
+ * leaves it, and the write the client sends again (RN_FFLAG_SWEEP) has the
+ * new runner remove it.
  *
  * Everything here is a plain system call on local storage, done inside the
  * event loop: an open() on a FIFO would block it, so files are opened
@@ -28,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,6 +564,68 @@ static int write_open(struct fwrite *w, const struct freq *q)
 	return 0;
 }
 
+/* Whether process pid is gone: none, or a zombie not reaped yet. */
+static bool pid_gone(long pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+/* Whether name is the temporary file of one of our writes in flight. */
+static bool write_is_ours(struct runner *r, const char *name)
+{
+	for (struct fwrite *w = r->writes; w; w = w->next)
+		if (w->tmp && strcmp(w->tmp, name) == 0)
+			return true;
+	return false;
+}
+
+/* RN_FFLAG_SWEEP: removes from dirfd the temporary files (".sg-PID-ID-SEQ.tmp",
+ * write_open()) of runners that are gone, as one killed outright (SIGKILL)
+ * leaves them: that of a pid no process has, and ours but for the writes in
+ * flight (in a new jail the new runner may have the dead one's pid).  A
+ * runner that lives on keeps its files; a failure only leaves a file. */
+static void write_sweep(struct runner *r, int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	long pid;
+	unsigned id, seq;
+	int end;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		end = 0;
+		if (sscanf(e->d_name, ".sg-%ld-%u-%u.tmp%n", &pid, &id, &seq, &end) != 3 ||
+		    end == 0 || e->d_name[end] != '\0')
+			continue;
+		if (pid == (long)getpid() ? write_is_ours(r, e->d_name) : !pid_gone(pid))
+			continue;
+		unlinkat(dirfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static void op_write(struct runner *r, uint32_t id, const struct freq *q)
 {
 	struct fwrite *w = calloc(1, sizeof(*w)); /* write_end() */
@@ -587,6 +652,8 @@ static void op_write(struct runner *r, uint32_t id, const struct freq *q)
 		where = dir;
 		goto fail;
 	}
+	if (q->flags & RN_FFLAG_SWEEP)
+		write_sweep(r, w->dirfd);
 	if (write_open(w, q) < 0)
 		goto fail;
 	w->next = r->writes;

@@ -144,8 +144,11 @@ enum rn_fflags {
 	RN_FFLAG_PARENTS = 1u << 0,   /* make missing parent directories */
 	RN_FFLAG_RECURSIVE = 1u << 1, /* REMOVE a tree */
 	RN_FFLAG_MORE = 1u << 2,      /* LIST answer: more entries from OFFSET + count */
-	RN_FFLAG_CUT = 1u << 3        /* LIST answer: the directory holds more than
+	RN_FFLAG_CUT = 1u << 3,       /* LIST answer: the directory holds more than
 					 RN_LIST_MAX entries; the rest is not listed */
+	RN_FFLAG_SWEEP = 1u << 4      /* WRITE: a write broke with its runner: first
+					 remove the temporary files of runners that
+					 are gone from the target's directory */
 };
 
 enum rn_ftype { RN_FT_FILE = 0, RN_FT_DIR, RN_FT_SYMLINK, RN_FT_OTHER };

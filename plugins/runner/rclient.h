@@ -101,6 +101,8 @@ struct rnc_site {
 	unsigned restarts;
 	long long start_ms;              /* how long the last start took */
 	unsigned long long file_ops;     /* file operations answered (status) */
+	bool sweep;                      /* a write broke with its runner and was not
+					    sent again: the next write sweeps */
 	struct rn_req *overdue;          /* a timed-out command answered before its
 					    EXIT (a reference), or NULL */
 	struct rn_conn *overdue_conn;    /* its connection (a reference) */

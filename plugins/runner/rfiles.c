@@ -8,7 +8,10 @@
  * commits with STDIN_CLOSE).  A request whose connection broke before it
  * could have had an effect is tried once more on a new runner; a write that
  * broke midway never replaced the file (the runner drops its temporary
- * file when it ends), so it is tried again whole.
+ * file when it ends), so it is tried again whole; a runner killed outright
+ * could not drop it, so the write sent again, and the site's next write
+ * after one that was not, asks the new runner to sweep such files
+ * (RN_FFLAG_SWEEP) from the target's directory.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -207,6 +210,7 @@ struct rnc_freq {
 	struct rn_buf fields;
 	const void *data;        /* a write's bytes, or NULL */
 	size_t data_len;
+	uint32_t fflags;         /* a write's FFLAGS, RN_FFLAG_SWEEP added when sent again */
 };
 
 /* Waits for the answer of q, cancelling on the call's cancellation. */
@@ -242,16 +246,30 @@ static int rnc_file_wait(struct rnc_site *s, struct rn_req *q, const struct sg_c
 	}
 }
 
-/* One request on connection c: 0 with *a, -1 with err. */
+/* One request on connection c: 0 with *a, -1 with err.  With sweep, a
+ * write first has the runner remove the temporary files of dead runners. */
 static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
-			 const struct sg_call *call, struct rnc_answer *a, struct sg_err *err)
+			 bool sweep, const struct sg_call *call, struct rnc_answer *a,
+			 struct sg_err *err)
 {
+	struct rn_buf fields = { 0 };
 	struct rn_req *q = NULL;
 	char why[256];
 	int rc;
 
 	memset(a, 0, sizeof(*a));
-	rc = rn_request(c, RN_FILE, f->fields.data, f->fields.len, &q, why, sizeof(why));
+	if (f->data && sweep) {
+		/* a later FFLAGS field is the one the runner takes */
+		rn_buf_add(&fields, f->fields.data, f->fields.len);
+		rn_put_u32(&fields, RN_F_FFLAGS, f->fflags | RN_FFLAG_SWEEP);
+		if (fields.oom) {
+			rn_buf_free(&fields);
+			return s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+		}
+	}
+	rc = rn_request(c, RN_FILE, fields.data ? fields.data : f->fields.data,
+			fields.data ? fields.len : f->fields.len, &q, why, sizeof(why));
+	rn_buf_free(&fields);
 	if (rc < 0)
 		return s->host->errf(err, RNC_E_RETRY, "%s: runner: %s", s->ops->tag, why);
 	if (rc > 0)
@@ -280,6 +298,7 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 {
 	struct sg_err e = { 0 };
 	struct rn_conn *c;
+	bool sweep;
 	int rc = 1;
 
 	if (f->fields.oom)
@@ -296,7 +315,12 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 					     "'%s' (an older build)", s->ops->tag, s->where, f->cap);
 		}
 		e.code = SG_E_OK;
-		rc = rnc_file_once(s, c, f, call, a, &e);
+		pthread_mutex_lock(&s->lock);
+		sweep = attempt > 0 || s->sweep;
+		if (f->data)
+			s->sweep = false;
+		pthread_mutex_unlock(&s->lock);
+		rc = rnc_file_once(s, c, f, sweep, call, a, &e);
 		rn_conn_put(c);
 		if (rc == 0) {
 			/* Counted for status: which way a plugin's file tools went. */
@@ -308,6 +332,12 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 			break;
 	}
 	if (rc < 0) {
+		if (e.code == RNC_E_RETRY && f->data) {
+			/* its runner may have left the temporary file */
+			pthread_mutex_lock(&s->lock);
+			s->sweep = true;
+			pthread_mutex_unlock(&s->lock);
+		}
 		if (e.code == RNC_E_RETRY)
 			e.code = SG_E_UNAVAILABLE;
 		if (err)
@@ -445,8 +475,10 @@ int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_
 	rnc_freq_init(&f, "write", RN_FOP_WRITE, path);
 	if (mode)
 		rn_put_u32(&f.fields, RN_F_FMODE, mode & 07777);
-	if (mkdir)
-		rn_put_u32(&f.fields, RN_F_FFLAGS, RN_FFLAG_PARENTS);
+	if (mkdir) {
+		f.fflags = RN_FFLAG_PARENTS;
+		rn_put_u32(&f.fields, RN_F_FFLAGS, f.fflags);
+	}
 	f.data = data ? data : "";
 	f.data_len = len;
 	return rnc_file_simple(s, &f, call, err);

@@ -579,7 +579,15 @@ async function filesWrite(sbx, req, res, url) {
   const { abs, host } = resolvePath(sbx, target);
   if (fs.existsSync(host) && fs.statSync(host).isDirectory()) { apiError(res, 400, `path '${abs}' is a directory`); return 400; }
   fs.mkdirSync(path.dirname(host), { recursive: true });
-  fs.writeFileSync(host, part.data); // like envd: O_TRUNC in place, mode kept
+  try {
+    fs.writeFileSync(host, part.data); // like envd: O_TRUNC in place, mode kept
+  } catch (e) {
+    // ref. 4.2: a full disk is 507 (E2B's SDK: NotEnoughDiskSpaceError); like
+    // envd, what was written before the error stays (the file is not removed)
+    if (e.code !== 'ENOSPC' && e.code !== 'EDQUOT') throw e;
+    apiError(res, 507, `not enough disk space: write ${abs}: ${e.code === 'ENOSPC' ? 'no space left on device' : 'disk quota exceeded'}`);
+    return 507;
+  }
   send(res, opts.uploadStatus, [{ name: path.posix.basename(abs), path: abs, type: 'file' }]);
   return opts.uploadStatus;
 }

@@ -356,6 +356,37 @@ static void test_realpath(struct rnc_site *s)
 
 /* The runner dies in the middle of a write: the target keeps its bytes, no
  * temporary file stays, the next operation runs on a new runner. */
+/* RN_FFLAG_SWEEP (the site's next write after one whose runner was killed):
+ * the temporary file of a pid that is gone goes, that of a live one stays. */
+static void test_sweep(struct rnc_site *s)
+{
+	struct sg_err e = { 0 };
+	char dead[64], live[64];
+	pid_t gone = fork();
+	int fd, rc;
+
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	snprintf(dead, sizeof(dead), ".sg-%ld-7-1.tmp", (long)gone);
+	snprintf(live, sizeof(live), ".sg-%ld-7-2.tmp", (long)getpid());
+	for (int i = 0; i < 2; i++) {
+		fd = open(at(i ? live : dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
+	rc = rnc_file_write(s, at("swept"), "x", 1, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0 && access(at(live), F_OK) == 0,
+		    "a write without SWEEP leaves other runners' temporary files");
+	s->sweep = true;
+	rc = rnc_file_write(s, at("swept"), "y", 1, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
+		    "with SWEEP, that of a pid that is gone is removed (%s)", rc ? e.msg : "ok");
+	fakehost_ok(access(at(live), F_OK) == 0, "... that of a live pid stays");
+	fakehost_ok(!s->sweep, "... and the site's sweep is done");
+	unlink(at(live));
+}
+
 static void test_dead_runner(struct rnc_site *s)
 {
 	struct sg_buf b = { 0 };
@@ -397,6 +428,7 @@ int main(void)
 	test_mkdir_remove_rename(&s);
 	test_fifo(&s);
 	test_realpath(&s);
+	test_sweep(&s);
 	test_dead_runner(&s);
 	rnc_site_fini(&s);
 	waitpid(runner_pid, NULL, 0);

@@ -7,6 +7,9 @@ For each backend, one `sandgate stdio` process (the backend's runner on):
                  (upload check, exec, HELLO) and the kernel's start
   first_kernel   the first run_code of a fresh sandbox whose runner is
                  already up (one run_command before it): the kernel's start
+  first_pool     Docker: the first run_code of a sandbox taken from the warm
+                 pool (`[docker] pool = 1`, the default; each round waits,
+                 untimed, until the pool is refilled): median of 3
   run_code       run_code {"code": "1+1"} on the warm Python kernel
   python3_c      run_command {"command": "python3 -c '1+1'"}: a fresh
                  interpreter per call, what run_code cost before kernels
@@ -48,6 +51,43 @@ def first_calls(srv):
     ms, _ = timed(lambda: srv.tool("run_code", {"code": CODE, "sandbox_id": sid}))
     out["first_kernel_ms"] = round(ms, 1)
     return out, sid
+
+
+class LoggedServer(Server):
+    """Server with its stderr in a file: the pool says there when a member is ready."""
+
+    def __init__(self, cmd, env, log):
+        self.log = log
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(log, "w"), env=env)
+        self.id = 0
+
+    def pool_ready(self):
+        text = open(self.log).read()
+        return text.count(" ready (") > text.count("pool: handed out")
+
+
+def first_pool(cmd, env, tmp, rounds=3):
+    """The first run_code of a pool hit, median of `rounds`."""
+    srv = LoggedServer(cmd, dict(env, SANDGATE_DOCKER_POOL="1"), os.path.join(tmp, "pool.log"))
+    xs = []
+    try:
+        srv.initialize("run-code-bench-pool")
+        for _ in range(rounds):
+            deadline = time.time() + 120
+            while not srv.pool_ready() and time.time() < deadline:
+                time.sleep(0.1)
+            if not srv.pool_ready():
+                raise RuntimeError("the pool did not fill within 120 s")
+            sid = srv.tool("create_sandbox", {})["sandbox_id"]
+            ms, r = timed(lambda: srv.tool("run_code", {"code": CODE, "sandbox_id": sid}))
+            if r["results"][0]["text"] != "2":
+                raise RuntimeError(f"run_code in a pooled sandbox: {r}")
+            xs.append(ms)
+            srv.tool("kill_sandbox", {"sandbox_id": sid})
+    finally:
+        srv.close()
+    return round(sorted(xs)[len(xs) // 2], 1)
 
 
 def warm(srv, sid, n):
@@ -106,9 +146,13 @@ def main():
             else:
                 raise SystemExit(f"unknown backend {be}: docker or ssh")
             out[be] = bench(be, cmd, env, a.n)
+            if be == "docker":
+                out[be]["first_pool_ms"] = first_pool(cmd, env, tmp)
         out["load_end"] = os.getloadavg()[0]
+        # The first call as a user gets it by default: on Docker from the pool.
         out["target_met"] = all(out[be]["warm"]["run_code"]["p50"] <= 3.0 and
-                                out[be]["first_cold_ms"] <= 150.0 for be in a.backends.split(","))
+                                out[be].get("first_pool_ms", out[be]["first_cold_ms"]) <= 150.0
+                                for be in a.backends.split(","))
     finally:
         if fx:
             subprocess.run(["sh", FIXTURE, "stop", fx])
@@ -123,7 +167,8 @@ def main():
         for k, s in out[be]["warm"].items():
             print(f"  {be:<7} {k:<10} {s['p50']:>8} {s['p99']:>8} {s['mean']:>8}")
         print(f"  {be:<7} first run_code of a sandbox: {out[be]['first_cold_ms']} ms "
-              f"(runner and kernel start), {out[be]['first_kernel_ms']} ms (kernel start, runner up)")
+              f"(runner and kernel start), {out[be]['first_kernel_ms']} ms (kernel start, runner up)"
+              + (f", {out[be]['first_pool_ms']} ms (from the warm pool)" if "first_pool_ms" in out[be] else ""))
     print("targets (warm p50 <= 3 ms, first call <= 150 ms):",
           "met" if out["target_met"] else "NOT met")
     return 0 if out["target_met"] else 1

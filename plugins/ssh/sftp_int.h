@@ -1,7 +1,8 @@
 /*
- * Internals shared by sftp.c (files through SFTP) and sftp_confine.c
- * (keeping an unjailed sandbox's file tools in its directory); no other
- * file includes this.
+ * Internals shared by sftp.c (files through SFTP), fileslots.c (the file
+ * slots: runner, SFTP, exec), sftp_confine.c (keeping an unjailed
+ * sandbox's file tools in its directory) and sftp_x.c; no other file
+ * includes this.
  */
 #ifndef SG_SSH_SFTP_INT_H
 #define SG_SSH_SFTP_INT_H
@@ -18,6 +19,42 @@ struct ssh_sftp {
 	struct ssh_op op;
 	bool dead;                   /* the SFTP session (or connection) failed */
 };
+
+/* ---- sftp.c: the operations, each run by ssh_sftp_with(fn, ud) with ud
+ * its arguments below.  Each returns 0 or -1 with err. */
+
+/* Reads a whole file of at most max bytes into out. */
+struct ssh_read_args {
+	const char *path;
+	size_t max;
+	size_t size_hint;    /* the file's size when fstat said it, else 0 */
+	struct sg_buf *out;
+};
+/* Replaces path atomically with data (a temporary file, fsync, rename). */
+struct ssh_write_args {
+	const char *path;
+	const void *data;
+	size_t len;
+	const struct sg_write_opts *opts;
+	const struct sg_call *call;
+};
+/* One level of path: arr gets the entries, sorted by name. */
+struct ssh_list_args {
+	const char *path;
+	json_t *arr;   /* filled: the caller's reference on success */
+};
+/* stat (st) or remove (flag: recursive) of path. */
+struct ssh_path_args {
+	const char *path;
+	struct sg_stat *st;
+	bool flag;      /* mkdir: parents; remove: recursive */
+};
+
+int ssh_read_fn(struct ssh_sftp *so, void *ud, struct sg_err *err);   /* ud: ssh_read_args */
+int ssh_write_fn(struct ssh_sftp *so, void *ud, struct sg_err *err);  /* ud: ssh_write_args */
+int ssh_list_fn(struct ssh_sftp *so, void *ud, struct sg_err *err);   /* ud: ssh_list_args */
+int ssh_stat_fn(struct ssh_sftp *so, void *ud, struct sg_err *err);   /* ud: ssh_path_args */
+int ssh_remove_fn(struct ssh_sftp *so, void *ud, struct sg_err *err); /* ud: ssh_path_args */
 
 /* Fails an SFTP request (rc, the libssh2 result; what, the operation for
  * the message) through the adapter, noting a dead session.  Returns -1. */

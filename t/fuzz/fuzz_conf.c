@@ -25,8 +25,6 @@
 #include "core/base/log.h"
 #include "t/fuzz/fuzz.h"
 
-extern char **environ;
-
 static int fd = -1;
 static char path[64];
 
@@ -45,17 +43,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	sg_log_set_level(SG_LOG_EMERGENCY);
-	/* the environment would override the file */
-	for (char **e = environ; e && *e;) {
-		if (!strncmp(*e, "SANDGATE_", 9)) {
-			char name[256];
-
-			snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
-			unsetenv(name);
-		} else {
-			e++;
-		}
-	}
+	/* A SANDGATE_* variable would override the file, and every key read
+	 * scans the environment (getenv) several times: run without one, the
+	 * same whoever starts the fuzzer. */
+	if (clearenv() != 0)
+		abort();
+	sg_config_reset();
 	fd = memfd_create("sandgate.ini", MFD_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0600) < 0)
 		abort();
@@ -159,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = nul ? (size_t)(nul - text) : size;
 	struct sg_err err = { 0 };
 
-	sg_config_reset();
+	/* reset at the end of the last input */
 	sg_core_keys_register();
 	sg_config_register("ssh.target.*", target_keys);
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, n, 0) != (ssize_t)n)

@@ -446,10 +446,12 @@ static void memo_clear(void)
 {
 	pthread_mutex_lock(&memo_lock);
 	for (unsigned i = 0; i < MEMO_SLOTS; i++) {
+		if (!memo[i].section)
+			continue;
 		free(memo[i].section);
 		free(memo[i].key);
+		memo[i] = (struct memo){ 0 };
 	}
-	memset(memo, 0, sizeof(memo));
 	atomic_store(&frozen, false);
 	pthread_mutex_unlock(&memo_lock);
 }

@@ -6,9 +6,9 @@
  * value read back.
  *
  * Oracle: every value the file gave is on the line its source names, beside
- * its key: no line is split into two settings or joined to another (inih
- * reads at most 199 bytes of a line; its continuation lines give a key the
- * text of the next line).
+ * its key (a quoted value as its escapes read): no line is split into two
+ * settings or joined to another (inih reads at most 199 bytes of a line; its
+ * continuation lines give a key the text of the next line).
  */
 #define _GNU_SOURCE 1
 #include "config.h"
@@ -24,8 +24,6 @@
 #include "core/base/keys.h"
 #include "core/base/log.h"
 #include "t/fuzz/fuzz.h"
-
-extern char **environ;
 
 static int fd = -1;
 static char path[64];
@@ -45,17 +43,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	sg_log_set_level(SG_LOG_EMERGENCY);
-	/* the environment would override the file */
-	for (char **e = environ; e && *e;) {
-		if (!strncmp(*e, "SANDGATE_", 9)) {
-			char name[256];
-
-			snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
-			unsetenv(name);
-		} else {
-			e++;
-		}
-	}
+	/* A SANDGATE_* variable would override the file, and every key read
+	 * scans the environment (getenv) several times: run without one, the
+	 * same whoever starts the fuzzer. */
+	if (clearenv() != 0)
+		abort();
+	sg_config_reset();
 	fd = memfd_create("sandgate.ini", MFD_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0600) < 0)
 		abort();
@@ -82,6 +75,29 @@ static const char *nth_line(const char *text, size_t n, long no, size_t *len)
 	return NULL;
 }
 
+/* Whether value is in line[0..len) once both lose their backslashes and
+ * double quotes: a quoted value is read without its quotes, and \" and \\
+ * inside stand for " and \, so its other bytes are still the line's, in
+ * order and together. */
+static bool on_line_unquoted(const char *line, size_t len, const char *value)
+{
+	char *l = malloc(len + 1), *v = malloc(strlen(value) + 1);
+	size_t ln = 0, vn = 0;
+	bool found;
+
+	FUZZ_ASSERT(l && v);
+	for (size_t i = 0; i < len; i++)
+		if (line[i] != '\\' && line[i] != '"')
+			l[ln++] = line[i];
+	for (const char *p = value; *p; p++)
+		if (*p != '\\' && *p != '"')
+			v[vn++] = *p;
+	found = memmem(l, ln, v, vn) != NULL;
+	free(l);
+	free(v);
+	return found;
+}
+
 struct check {
 	const char *text;
 	size_t n;
@@ -103,7 +119,7 @@ static void check_key(const char *key, const char *value, void *ud)
 	line = nth_line(c->text, c->n, no, &len);
 	FUZZ_ASSERT(line);
 	FUZZ_ASSERT(memmem(line, len, key, strlen(key)));
-	FUZZ_ASSERT(memmem(line, len, value, strlen(value)));
+	FUZZ_ASSERT(memmem(line, len, value, strlen(value)) || on_line_unquoted(line, len, value));
 }
 
 /* Each "[name]" of the text, checked once. */
@@ -159,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = nul ? (size_t)(nul - text) : size;
 	struct sg_err err = { 0 };
 
-	sg_config_reset();
+	/* reset at the end of the last input */
 	sg_core_keys_register();
 	sg_config_register("ssh.target.*", target_keys);
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, n, 0) != (ssize_t)n)

@@ -366,7 +366,9 @@ static void test_quoted_values(void **state)
 				     "template.a = \"say \\\"hi\\\" \\\\ there\"\n"
 				     "template.b = \"open\n"
 				     "template.c = \"x\" \"y\"\n"
-				     "template.d = plain \"inner\" text\n",
+				     "template.d = plain \"inner\" text\n"
+				     /* runs of escapes, as the fuzzer wrote them */
+				     "template.e = \"\\\\\\\\\\\"\\\\\\\"q\"\n",
 				     0600);
 
 	(void)state;
@@ -378,6 +380,7 @@ static void test_quoted_values(void **state)
 	assert_string_equal(sg_config_get("demo", "template.b"), "\"open");
 	assert_string_equal(sg_config_get("demo", "template.c"), "\"x\" \"y\"");
 	assert_string_equal(sg_config_get("demo", "template.d"), "plain \"inner\" text");
+	assert_string_equal(sg_config_get("demo", "template.e"), "\\\\\"\\\"q");
 }
 
 static void test_load_errors(void **state)

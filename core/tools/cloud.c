@@ -33,18 +33,21 @@ static size_t output_cap(void)
 }
 
 /* A byte count argument in [min, max_file_bytes]: def when absent. */
-static int byte_arg(json_t *args, const char *name, double def, double min, double *out,
-		    struct sg_err *err)
+/* The largest offset: a page of a file past [sandbox] max_file_bytes is
+ * read where the backend reads parts; 2^53 keeps it exact in JSON. */
+#define OFFSET_MAX 9007199254740992.0
+
+static int byte_arg(json_t *args, const char *name, double def, double min, double cap,
+		    double *out, struct sg_err *err)
 {
 	json_t *v = json_object_get(args, name);
-	double cap = (double)file_cap();
 
 	*out = def;
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < min || (double)json_integer_value(v) > cap)
-		return sg_errf(err, SG_E_INVAL, "argument '%s' must be an integer from %.0f to %.0f ([sandbox] max_file_bytes)",
-			       name, min, cap);
+		return sg_errf(err, SG_E_INVAL, "argument '%s' must be an integer from %.0f to %.0f%s",
+			       name, min, cap, cap == OFFSET_MAX ? "" : " ([sandbox] max_file_bytes)");
 	*out = (double)json_integer_value(v);
 	return 0;
 }
@@ -243,49 +246,62 @@ static json_t *read_page(struct sg_entry *e, const char *full, const char *p, si
 }
 
 /* Reserves what a read holds ([server] memory_budget): what the backend
- * reads (the page, or the whole file where it reads only whole files), and
- * the page three times over (the result's string, the reply's text and the
+ * reads (the page where it reads parts, else the whole file), and the page
+ * three times over (the result's string, the reply's text and the
  * transport's copy), base64 a third more.  A file that cannot be looked at
- * first reserves the most a read moves. */
+ * first counts as the most a read moves.  *rest: what a whole read would
+ * hold beyond that, for the fallback to reserve. */
 static int reserve_read(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
-			size_t offset, size_t limit, bool b64, bool ranged, struct sg_err *err)
+			size_t offset, size_t limit, bool b64, bool ranged, size_t *rest,
+			struct sg_err *err)
 {
 	struct sg_stat st = { 0 };
 	struct sg_err serr = { 0 };
-	size_t size = file_cap(), page;
+	uint64_t size = file_cap();
+	size_t whole, page;
 
-	if (sg_m_file_stat(e, full, t->call, &st, &serr) == 0 && st.size < size)
-		size = (size_t)st.size;
+	*rest = 0;
+	if (sg_m_file_stat(e, full, t->call, &st, &serr) == 0)
+		size = st.size;
 	else if (serr.code == SG_E_NOTFOUND)
 		return 0; /* the read says so, not the budget */
-	page = offset < size ? size - offset : 0;
-	if (page > limit)
-		page = limit;
+	whole = size < file_cap() ? (size_t)size : file_cap();
+	page = offset >= size ? 0 : size - offset < limit ? (size_t)(size - offset) : limit;
 	if (ranged)
-		size = page;
+		*rest = whole > page ? whole - page : 0;
+	whole = ranged ? page : whole;
 	if (b64)
 		page += page / 3 + 4;
-	return sg_call_mem_reserve(t->call, size + 3 * page, err);
+	return sg_call_mem_reserve(t->call, whole + 3 * page, err);
 }
 
 /* The page of path from offset: only the page where the backend reads
- * parts, else the whole file and its page. */
+ * parts, else the whole file and its page.  Returns 0, -1 with err (the
+ * read failed), or -2 with err (the memory budget refused). */
 static int read_file_page(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
 			  size_t offset, size_t limit, bool b64, json_t **result, struct sg_err *err)
 {
 	struct sg_buf buf = { 0 };
 	bool ranged = SG_HAS(e->m.backend, file_read_at);
 	uint64_t size = 0;
+	size_t rest;
 	int rc;
 
+	if (reserve_read(t, e, full, offset, limit, b64, ranged, &rest, err) < 0)
+		return -2;
 	rc = ranged ? sg_m_file_read_at(e, full, offset, limit, t->call, &buf, &size, err) : -1;
 	if (rc == 0) {
-		size_t off = offset < size ? offset : (size_t)size;
+		size_t k = buf.len < limit ? buf.len : limit;
+		/* A file whose size says 0 (/proc) still has its bytes from offset. */
+		size_t off = k || offset < size ? offset : (size_t)size;
 
-		*result = read_page(e, full, buf.data, buf.len < limit ? buf.len : limit, off,
-				    (size_t)size, limit, b64);
+		*result = read_page(e, full, buf.data, k, off,
+				    size > off + k ? (size_t)size : off + k, limit, b64);
 	} else if (!ranged || err->code == SG_E_NOTSUP) {
 		sg_buf_release(&buf);
+		/* The whole file is held now: what the page left out counts too. */
+		if (sg_call_mem_reserve(t->call, rest, err) < 0)
+			return -2;
 		rc = sg_m_file_read(e, full, file_cap(), t->call, &buf, err);
 		if (rc == 0) {
 			size_t off = offset < buf.len ? offset : buf.len;
@@ -307,16 +323,16 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	char *full = NULL;
 	double offset, limit;
 	bool created, b64;
-	int ret = -1;
+	int ret = -1, rc;
 
 	if (sg_arg_str(args, "path", true, &path, err) < 0 ||
 	    sg_arg_enum(args, "encoding", "utf-8", "utf-8|utf8|base64", &encoding, err) < 0 ||
-	    byte_arg(args, "offset", 0, 0, &offset, err) < 0)
+	    byte_arg(args, "offset", 0, 0, OFFSET_MAX, &offset, err) < 0)
 		goto out;
 	b64 = strcmp(encoding, "base64") == 0;
 	/* The default page fits the result budget once encoded. */
 	if (byte_arg(args, "limit", (double)(b64 ? sg_cut_budget() / 4 * 3 : sg_cut_budget()), 1,
-		     &limit, err) < 0)
+		     (double)file_cap(), &limit, err) < 0)
 		goto out;
 	if (!*path) {
 		sg_errf(err, SG_E_INVAL, "argument 'path' is empty: pass a file path such as /workspace/main.py");
@@ -325,10 +341,10 @@ static int tool_read_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	if (sg_tool_machine(t, args, &e, &created, err) < 0)
 		goto out;
 	full = machine_path(e, path);
-	if (reserve_read(t, e, full, (size_t)offset, (size_t)limit, b64,
-			 SG_HAS(e->m.backend, file_read_at), err) < 0)
-		goto out;
-	if (read_file_page(t, e, full, (size_t)offset, (size_t)limit, b64, result, err) < 0) {
+	rc = read_file_page(t, e, full, (size_t)offset, (size_t)limit, b64, result, err);
+	if (rc == -2)
+		goto out; /* the memory budget said no, not the machine */
+	if (rc < 0) {
 		file_failed_fix(err, "list_files shows what is there");
 		sg_tool_machine_failed(t, e, err);
 		goto out;

@@ -33,6 +33,7 @@ struct rn_req {
 	struct rn_conn *c;          /* a reference */
 	uint32_t id;
 	int efd;                    /* eventfd: news for the waiter */
+	uint8_t type;               /* RN_SPAWN, RN_KEXEC, RN_FILE or RN_PING */
 	bool ping;
 	bool file;                  /* a FILE request: one FILE answer ends it */
 	bool quiet_start;           /* STARTED is filed without waking the waiter */
@@ -408,6 +409,33 @@ static struct rn_req *rn_find_locked(struct rn_conn *c, uint32_t id)
 }
 
 /* A frame for a request: filed with it under the lock. */
+/* Whether a frame of type t belongs to a request of r's kind.  A runner that
+ * sends one kind's frame to another (a kernel's KEVENT to a command, output
+ * to a file operation) is broken: its connection ends, as for any frame
+ * that makes no sense (fuzz finding 7, doc/fuzzing.md). */
+static bool rn_frame_fits(const struct rn_req *r, uint8_t t)
+{
+	switch (t) {
+	case RN_R_ERROR:
+		return true;
+	case RN_R_PONG:
+		return r->type == RN_PING;
+	case RN_R_FILE:
+		return r->type == RN_FILE;
+	case RN_R_KEVENT:
+		return r->type == RN_KEXEC;
+	case RN_R_STATUS:
+		return r->type == RN_SPAWN;
+	case RN_R_STARTED:
+	case RN_R_STDOUT:
+	case RN_R_STDERR:
+	case RN_R_EXIT:
+		return r->type == RN_SPAWN || r->type == RN_KEXEC;
+	default:
+		return false;
+	}
+}
+
 static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 			   const unsigned char *p, char *why, size_t size)
 {
@@ -420,6 +448,16 @@ static int rn_on_req_frame(struct rn_conn *c, const struct rn_hdr *h,
 		pthread_mutex_unlock(&c->lock);
 		return snprintf(why, size, "frame 0x%02x for request %u, which is not "
 				"running", h->type, h->id), -1;
+	}
+	if (!rn_frame_fits(r, h->type)) {
+		const char *kind = r->type == RN_FILE ? "a file operation" :
+				   h->type == RN_R_FILE ? "not a file operation" :
+				   r->type == RN_KEXEC ? "a kernel call" :
+				   r->type == RN_PING ? "a PING" : "a command";
+
+		pthread_mutex_unlock(&c->lock);
+		return snprintf(why, size, "frame 0x%02x for request %u, which is %s", h->type,
+				h->id, kind), -1;
 	}
 	switch (h->type) {
 	case RN_R_STARTED:
@@ -757,6 +795,7 @@ static struct rn_req *rn_req_new(struct rn_conn *c, uint8_t type, bool quiet_sta
 		return NULL;
 	}
 	r->c = c;
+	r->type = type;
 	r->ping = type == RN_PING;
 	r->file = type == RN_FILE;
 	/* Set before the request is in the table, where the reader sees it. */

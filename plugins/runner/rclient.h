@@ -219,15 +219,15 @@ int rnc_stream_close(struct rnc_stream *st);
 int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
 		  bool whole, const struct sg_call *call, struct sg_buf *out,
 		  struct sg_err *err);
-/* Replaces path atomically with data (a temporary file in the same
- * directory, fsync, rename): an existing file keeps its mode and owner, a
- * new one gets mode (0: 0644); missing parents are made when mkdir. */
 /* Up to len bytes of path from offset into out (appended), as rnc_file_read
  * without whole; *size gets the file's size as read (0 on failure).  For a
  * page of a large file. */
 int rnc_file_read_at(struct rnc_site *s, const char *path, uint64_t offset, size_t len,
 		     const struct sg_call *call, struct sg_buf *out, uint64_t *size,
 		     struct sg_err *err);
+/* Replaces path atomically with data (a temporary file in the same
+ * directory, fsync, rename): an existing file keeps its mode and owner, a
+ * new one gets mode (0: 0644); missing parents are made when mkdir. */
 int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,
 		   uint32_t mode, bool mkdir, const struct sg_call *call, struct sg_err *err);
 /* lstat of path. */

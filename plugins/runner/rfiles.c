@@ -463,8 +463,13 @@ int rnc_file_read_at(struct rnc_site *s, const char *path, uint64_t offset, size
 		     const struct sg_call *call, struct sg_buf *out, uint64_t *size,
 		     struct sg_err *err)
 {
+	int rc;
+
 	*size = 0;
-	return file_read(s, path, offset, len, false, call, out, size, err);
+	rc = file_read(s, path, offset, len, false, call, out, size, err);
+	if (rc != 0)
+		*size = 0;
+	return rc;
 }
 
 int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,

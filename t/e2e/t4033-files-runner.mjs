@@ -67,6 +67,10 @@ t.run(async () => {
     const last = await srv.tool('read_file', { sandbox_id: m, path: '/workspace/big', offset: CAP - 2, limit: 1000 });
     t.hasFields(last, { size: CAP + 1, offset: CAP - 2, content: 'AAAA' }, 'the last page: the 3 bytes from offset file_cap - 2');
     t.is(last.cut, undefined, '... and nothing cut after it');
+    // /proc files say size 0: a page from an offset is still the bytes from there.
+    const ver = await sh('cat /proc/version');
+    const pv = await srv.tool('read_file', { sandbox_id: m, path: '/proc/version', offset: 5, limit: 10 });
+    t.hasFields(pv, { offset: 5, content: ver.slice(5, 15) }, 'a page of /proc/version from offset 5: those 10 bytes');
   }
 
   const after = await ops();

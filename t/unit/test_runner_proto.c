@@ -646,6 +646,17 @@ static void test_client_order(void **state)
 	rn_req_put(r);
 	fake_close(f);
 
+	/* A kernel's event belongs to a kernel call only (fuzz finding 7). */
+	f = fake_ready();
+	r = spawn_true(f);
+	send_started(f, f->last.id);
+	rn_buf_add(&b, "{}\n", 3);
+	send_frame(f, RN_R_KEVENT, f->last.id, &b);
+	rn_buf_free(&b);
+	assert_non_null(strstr(dead_reason(f), "which is a command"));
+	rn_req_put(r);
+	fake_close(f);
+
 	f = fake_ready();
 	{
 		char why[128];

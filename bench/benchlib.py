@@ -75,6 +75,22 @@ class Server:
         self.p.wait(timeout=60)
 
 
+class LoggedServer(Server):
+    """Server with its stderr in a file: a warm pool or a spare says there
+    when a member is ready (`pool_ready`)."""
+
+    def __init__(self, cmd, env, log):
+        self.log = log
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(log, "w"), env=env)
+        self.id = 0
+
+    def pool_ready(self):
+        """True when more members were made ready than were handed out."""
+        text = open(self.log).read()
+        return text.count(" ready (") > text.count("pool: handed out")
+
+
 class RawRunner:
     """sandgate-runner --stdio started by argv (docker exec -i, or ssh),
     driven with its frames: HELLO, then SPAWN and wait for EXIT."""

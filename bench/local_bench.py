@@ -35,7 +35,7 @@ usage: bench/local_bench.py [-n 200] [--creates 20] [--sandgate ./sandgate] [--n
 """
 import argparse, json, os, pwd, shutil, subprocess, sys, tempfile, time
 
-from benchlib import RawRunner, Server, summary
+from benchlib import LoggedServer, RawRunner, Server, summary
 
 # What a local jail binds of /etc (plugins/local/jail.c, jail_etc).
 JAIL_ETC = ["alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
@@ -116,14 +116,8 @@ class JailRunner(RawRunner):
             raise RuntimeError("no HELLO from the jailed runner")
 
 
-class LoggedServer(Server):
-    """Server with its stderr in a file: the spare says there when it is ready."""
-
-    def __init__(self, cmd, env, log):
-        self.log = log
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open(log, "w"), env=env)
-        self.id = 0
+class SpareServer(LoggedServer):
+    """A server whose log says when its local spare is ready."""
 
     def wait_spare(self, timeout=60):
         deadline = time.time() + timeout
@@ -169,7 +163,7 @@ def main():
     srv = Server([a.sandgate, "stdio"], env)
     srv.initialize("local-bench")
     log = tempfile.mktemp(prefix="local-bench-", suffix=".log")
-    spare = LoggedServer([a.sandgate, "stdio"], dict(env, SANDGATE_LOCAL_SPARE="1"), log)
+    spare = SpareServer([a.sandgate, "stdio"], dict(env, SANDGATE_LOCAL_SPARE="1"), log)
     spare.initialize("local-bench-spare")
     user = jail_user()
     ws = f"/tmp/sg-local-bench-{os.getpid()}"

@@ -15,21 +15,7 @@ usage: bench/pool_bench.py [-n 20] [--sandgate ./sandgate] [--json]
 """
 import argparse, json, os, subprocess, tempfile, time
 
-from benchlib import Server, docker, summary
-
-class LoggedServer(Server):
-    """Server with its stderr in a file: the pool says there when a member is ready."""
-
-    def __init__(self, cmd, env, log):
-        self.log = log
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open(log, "w"), env=env)
-        self.id = 0
-
-    def pool_ready(self):
-        text = open(self.log).read()
-        return text.count(" ready (") > text.count("pool: handed out")
-
+from benchlib import LoggedServer, Server, docker, summary
 
 def timed(fn):
     t0 = time.perf_counter()

@@ -25,7 +25,7 @@ usage: bench/run_code_bench.py [-n 200] [--sandgate ./sandgate] [--plugins .libs
 """
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
-from benchlib import Server, summary as stats
+from benchlib import LoggedServer, Server, summary as stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "t", "ssh", "sshd-fixture.sh")
@@ -51,20 +51,6 @@ def first_calls(srv):
     ms, _ = timed(lambda: srv.tool("run_code", {"code": CODE, "sandbox_id": sid}))
     out["first_kernel_ms"] = round(ms, 1)
     return out, sid
-
-
-class LoggedServer(Server):
-    """Server with its stderr in a file: the pool says there when a member is ready."""
-
-    def __init__(self, cmd, env, log):
-        self.log = log
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open(log, "w"), env=env)
-        self.id = 0
-
-    def pool_ready(self):
-        text = open(self.log).read()
-        return text.count(" ready (") > text.count("pool: handed out")
 
 
 def first_pool(cmd, env, tmp, rounds=3):

@@ -29,6 +29,7 @@
 #endif
 
 #include "plugins/docker/docker.h"
+#include "plugins/records/owner.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,58 +75,6 @@ struct docker_pool {
 	unsigned seq;
 	char owner[300];           /* this process's owner tag */
 };
-
-/* ---- the owner tag: host:pid:start time (as the core's) ---------------------------- */
-
-static int pool_start_time(long pid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the name may hold spaces */
-	if (!p)
-		return -1;
-	/* Field 22 is the start time; p is at the end of field 2. */
-	for (int field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -1;
-	*start = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
-static void pool_owner_init(char *out, size_t size)
-{
-	char host[256] = "localhost";
-	unsigned long long start = 0;
-
-	gethostname(host, sizeof(host) - 1);
-	pool_start_time((long)getpid(), &start);
-	snprintf(out, size, "%s:%ld:%llu", host, (long)getpid(), start);
-}
-
-/* Whether the sandgate of owner tag `tag` still runs.  Another host's: we
- * cannot tell, so yes. */
-static bool pool_owner_alive(const char *mine, const char *tag)
-{
-	char host[256] = "";
-	long pid = 0;
-	unsigned long long start = 0, now = 0;
-
-	if (!tag || sscanf(tag, "%255[^:]:%ld:%llu", host, &pid, &start) != 3 || pid <= 0)
-		return false;
-	if (strlen(host) != strcspn(mine, ":") || strncmp(host, mine, strlen(host)))
-		return true;
-	return pool_start_time(pid, &now) == 0 && now == start;
-}
 
 /* ---- configuration ----------------------------------------------------------------- */
 
@@ -301,7 +250,7 @@ static void pool_sweep(struct docker_ctx *ctx)
 								    DOCKER_LABEL_POOL));
 
 		if (!id || !name || strncmp(name, "/" POOL_NAME, strlen(POOL_NAME) + 1) ||
-		    pool_owner_alive(ctx->pool->owner, tag))
+		    mrec_owner_alive(ctx->pool->owner, tag))
 			continue;
 		if (docker_container_remove(ctx, id, &err) < 0)
 			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: removing container "
@@ -460,7 +409,7 @@ int docker_pool_start(struct docker_ctx *ctx, struct sg_err *err)
 		free(p);
 		return 0;
 	}
-	pool_owner_init(p->owner, sizeof(p->owner));
+	mrec_owner_self(p->owner, sizeof(p->owner));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

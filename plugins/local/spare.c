@@ -35,6 +35,7 @@
 
 #include "plugins/local/local.h"
 #include "plugins/records/records.h"
+#include "plugins/records/owner.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -63,56 +64,6 @@ struct local_spare {
 	unsigned lifetime_s;            /* [sandbox] timeout: the tags' lifetime */
 	char owner[300];                /* this process's owner tag, as the core's */
 };
-
-/* ---- the owner tag: host:pid:start time (as the core's) ------------------------- */
-
-static int spare_start_time(long pid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* the name may hold spaces */
-	/* Field 22 is the start time; p is at the end of field 2. */
-	for (int field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -1;
-	*start = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
-static void spare_owner_init(char *out, size_t size)
-{
-	char host[256] = "localhost";
-	unsigned long long start = 0;
-
-	gethostname(host, sizeof(host) - 1);
-	spare_start_time((long)getpid(), &start);
-	snprintf(out, size, "%s:%ld:%llu", host, (long)getpid(), start);
-}
-
-/* Whether the sandgate of owner tag `tag` still runs.  Another host's: we
- * cannot tell, so yes. */
-static bool spare_owner_alive(const char *mine, const char *tag)
-{
-	char host[256] = "";
-	long pid = 0;
-	unsigned long long start = 0, now = 0;
-
-	if (!tag || sscanf(tag, "%255[^:]:%ld:%llu", host, &pid, &start) != 3 || pid <= 0)
-		return false;
-	if (strlen(host) != strcspn(mine, ":") || strncmp(host, mine, strlen(host)))
-		return true;
-	return spare_start_time(pid, &now) == 0 && now == start;
-}
 
 /* ---- configuration ------------------------------------------------------------------ */
 
@@ -180,7 +131,7 @@ static void spare_sweep(struct local_ctx *ctx)
 		json_t *tag;
 		const char *sdir;
 
-		if (!id || spare_owner_alive(ctx->spare->owner, owner))
+		if (!id || mrec_owner_alive(ctx->spare->owner, owner))
 			continue;
 		tag = mrec_read(dir, id);
 		sdir = json_string_value(json_object_get(tag, "dir"));
@@ -267,7 +218,7 @@ int local_spare_start(struct local_ctx *ctx, struct sg_err *err)
 	/* A host that cannot make jails gets none, but the sweep still runs. */
 	p->want = ctx->user_why[0] ? 0 : spare_size(h);
 	p->lifetime_s = life && *life ? (unsigned)strtoul(life, NULL, 10) : 300;
-	spare_owner_init(p->owner, sizeof(p->owner));
+	mrec_owner_self(p->owner, sizeof(p->owner));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -404,7 +355,7 @@ static long spare_count(struct local_ctx *ctx, const char *mine)
 		return -1;
 	}
 	json_array_foreach(list, i, e)
-		n += spare_owner_alive(mine, json_string_value(json_object_get(e, "owner")));
+		n += mrec_owner_alive(mine, json_string_value(json_object_get(e, "owner")));
 	json_decref(list);
 	return n;
 }
@@ -418,7 +369,7 @@ json_t *local_spare_facts(struct local_ctx *ctx)
 	if (!p) {
 		/* Another process (sandgate status): what is configured, and the
 		 * spares of running sandgates now; hits are in the servers' logs. */
-		spare_owner_init(mine, sizeof(mine));
+		mrec_owner_self(mine, sizeof(mine));
 		return json_pack("{s:I, s:I}", "size", (json_int_t)spare_size(ctx->host),
 				 "spares_now", (json_int_t)spare_count(ctx, mine));
 	}

@@ -27,6 +27,7 @@
 #include "plugins/runner/runner.h"
 
 #include <dirent.h>
+#include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -561,6 +562,9 @@ static int write_open(struct fwrite *w, const struct freq *q)
 		w->tmp = NULL;
 		return -1;
 	}
+	/* Held until the rename or the runner's end: a sweep (write_sweep)
+	 * leaves a locked file alone, in whatever pid namespace its writer. */
+	(void)flock(w->fd, LOCK_EX | LOCK_NB);
 	return 0;
 }
 
@@ -595,11 +599,29 @@ static bool write_is_ours(struct runner *r, const char *name)
 	return false;
 }
 
+/* Whether no writer holds the lock of temporary file name in dirfd (its
+ * writer, whatever its pid namespace, is gone: locks end with it). */
+static bool tmp_unlocked(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	bool free_ = false;
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		free_ = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return free_;
+}
+
 /* RN_FFLAG_SWEEP: removes from dirfd the temporary files (".sg-PID-ID-SEQ.tmp",
  * write_open()) of runners that are gone, as one killed outright (SIGKILL)
- * leaves them: that of a pid no process has, and ours but for the writes in
- * flight (in a new jail the new runner may have the dead one's pid).  A
- * runner that lives on keeps its files; a failure only leaves a file. */
+ * leaves them: unlocked, and of a pid no process has, or ours but for the
+ * writes in flight (in a new jail the new runner may have the dead one's
+ * pid).  The lock keeps a live writer's file when pids say nothing (two
+ * jails, each runner pid 2, writing in one directory).  A runner that
+ * lives on keeps its files; a failure only leaves a file. */
 static void write_sweep(struct runner *r, int dirfd)
 {
 	int fd = dup(dirfd);
@@ -621,7 +643,8 @@ static void write_sweep(struct runner *r, int dirfd)
 			continue;
 		if (pid == (long)getpid() ? write_is_ours(r, e->d_name) : !pid_gone(pid))
 			continue;
-		unlinkat(dirfd, e->d_name, 0);
+		if (tmp_unlocked(dirfd, e->d_name))
+			unlinkat(dirfd, e->d_name, 0);
 	}
 	closedir(d);
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -385,6 +386,19 @@ static void test_sweep(struct rnc_site *s)
 	fakehost_ok(access(at(live), F_OK) == 0, "... that of a live pid stays");
 	fakehost_ok(!s->sweep, "... and the site's sweep is done");
 	unlink(at(live));
+
+	/* A gone pid's name, but its writer (in another pid namespace, say)
+	 * holds the lock: kept until the lock ends. */
+	fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fakehost_ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "a locked temporary file of a gone pid");
+	s->sweep = true;
+	rc = rnc_file_write(s, at("swept"), "z", 1, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0, "... stays while its lock is held");
+	close(fd);
+	s->sweep = true;
+	rc = rnc_file_write(s, at("swept"), "w", 1, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
+		    "... and goes once the lock ended");
 }
 
 static void test_dead_runner(struct rnc_site *s)

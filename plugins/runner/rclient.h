@@ -102,7 +102,9 @@ struct rnc_site {
 	long long start_ms;              /* how long the last start took */
 	unsigned long long file_ops;     /* file operations answered (status) */
 	bool sweep;                      /* a write broke with its runner and was not
-					    sent again: the next write sweeps */
+					    sent again: the next write into its
+					    directory sweeps */
+	char sweep_dir[1024];            /* that write's directory */
 	struct rn_req *overdue;          /* a timed-out command answered before its
 					    EXIT (a reference), or NULL */
 	struct rn_conn *overdue_conn;    /* its connection (a reference) */

@@ -290,6 +290,24 @@ static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc
 	return rc;
 }
 
+/* The length of path's directory part ("/a/b" of "/a/b/c"; 0 for none). */
+static size_t dir_len(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+/* Whether write f goes into the directory a broken write left its
+ * temporary file in (s->lock held). */
+static bool sweep_here(const struct rnc_site *s, const struct rnc_freq *f)
+{
+	size_t n = dir_len(f->path);
+
+	return s->sweep && f->data && n == strlen(s->sweep_dir) &&
+	       strncmp(f->path, s->sweep_dir, n) == 0;
+}
+
 /* Gets a connection with the capability and runs f, once more on a new
  * runner when the connection broke first.  Returns 0 (*a), 1 (no runner or
  * no capability), -1 with err. */
@@ -316,8 +334,8 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 		}
 		e.code = SG_E_OK;
 		pthread_mutex_lock(&s->lock);
-		sweep = attempt > 0 || s->sweep;
-		if (f->data)
+		sweep = attempt > 0 || sweep_here(s, f);
+		if (sweep_here(s, f))
 			s->sweep = false;
 		pthread_mutex_unlock(&s->lock);
 		rc = rnc_file_once(s, c, f, sweep, call, a, &e);
@@ -334,8 +352,14 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 	if (rc < 0) {
 		if (e.code == RNC_E_RETRY && f->data) {
 			/* its runner may have left the temporary file */
+			size_t n = dir_len(f->path);
+
 			pthread_mutex_lock(&s->lock);
-			s->sweep = true;
+			if (n < sizeof(s->sweep_dir)) {
+				memcpy(s->sweep_dir, f->path, n);
+				s->sweep_dir[n] = '\0';
+				s->sweep = true;
+			}
 			pthread_mutex_unlock(&s->lock);
 		}
 		if (e.code == RNC_E_RETRY)

@@ -357,6 +357,13 @@ static void test_realpath(struct rnc_site *s)
 
 /* The runner dies in the middle of a write: the target keeps its bytes, no
  * temporary file stays, the next operation runs on a new runner. */
+/* A broken write into the test's directory left its temporary file. */
+static void pend_sweep(struct rnc_site *s)
+{
+	s->sweep = true;
+	snprintf(s->sweep_dir, sizeof(s->sweep_dir), "%s", dir);
+}
+
 /* RN_FFLAG_SWEEP (the site's next write after one whose runner was killed):
  * the temporary file of a pid that is gone goes, that of a live one stays. */
 static void test_sweep(struct rnc_site *s)
@@ -379,11 +386,27 @@ static void test_sweep(struct rnc_site *s)
 	rc = rnc_file_write(s, at("swept"), "x", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0 && access(at(live), F_OK) == 0,
 		    "a write without SWEEP leaves other runners' temporary files");
-	s->sweep = true;
+	pend_sweep(s);
 	rc = rnc_file_write(s, at("swept"), "y", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
 		    "with SWEEP, that of a pid that is gone is removed (%s)", rc ? e.msg : "ok");
 	fakehost_ok(access(at(live), F_OK) == 0, "... that of a live pid stays");
+	{
+		char sub[600];
+
+		/* A write elsewhere neither sweeps here nor spends the sweep. */
+		snprintf(sub, sizeof(sub), "%s/elsewhere/f", dir);
+		fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			close(fd);
+		pend_sweep(s);
+		rc = rnc_file_write(s, sub, "x", 1, 0, true, NULL, &e);
+		fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0 && s->sweep,
+			    "a write into another directory leaves the sweep pending (%s)", rc ? e.msg : "ok");
+		rc = rnc_file_write(s, at("swept"), "v", 1, 0, false, NULL, &e);
+		fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && !s->sweep,
+			    "... and the next write here sweeps");
+	}
 	fakehost_ok(!s->sweep, "... and the site's sweep is done");
 	unlink(at(live));
 
@@ -391,11 +414,11 @@ static void test_sweep(struct rnc_site *s)
 	 * holds the lock: kept until the lock ends. */
 	fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	fakehost_ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "a locked temporary file of a gone pid");
-	s->sweep = true;
+	pend_sweep(s);
 	rc = rnc_file_write(s, at("swept"), "z", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0, "... stays while its lock is held");
 	close(fd);
-	s->sweep = true;
+	pend_sweep(s);
 	rc = rnc_file_write(s, at("swept"), "w", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
 		    "... and goes once the lock ended");

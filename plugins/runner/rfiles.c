@@ -334,9 +334,10 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 		}
 		e.code = SG_E_OK;
 		pthread_mutex_lock(&s->lock);
-		sweep = attempt > 0 || sweep_here(s, f);
-		if (sweep_here(s, f))
+		sweep = sweep_here(s, f);
+		if (sweep)
 			s->sweep = false;
+		sweep = sweep || attempt > 0;
 		pthread_mutex_unlock(&s->lock);
 		rc = rnc_file_once(s, c, f, sweep, call, a, &e);
 		rn_conn_put(c);

@@ -18,6 +18,15 @@ so drift hits all alike), on warm sandboxes:
                floor an agent without sandgate pays on Docker)
   local_before with --before DIR: the local path of another build (its
                sandgate, sandgate-runner and .libs), same rounds
+  spawn_true   os.posix_spawn of /bin/true and its waitpid, from this
+               process: what one fork+exec costs on this machine, the floor
+               under any run_command
+  spawn_sh     the same for `/bin/sh -c true`, which is what the runner
+               spawns for a command
+
+Then back to back (`*_b2b`): n calls of local, runner_jail and spawn_sh each
+in a row, no other path between them (the interleaved rounds pay for caches
+the other paths evicted; an agent's loop looks more like this).
 
 create-to-first-output, ms (n rounds): create_sandbox, then the first output
 of `echo hi` in it, through one `sandgate stdio`; for bwrap, the first byte
@@ -74,6 +83,14 @@ def bwrap_jail(ws):
           "--remount-ro", "/", "--chdir", "/workspace", "--clearenv", "--setenv", "PATH",
           "/usr/bin:/bin", "--"]
     return a
+
+
+def spawn(argv):
+    """One posix_spawn of argv and its waitpid, in ms."""
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, os.environ)
+    os.waitpid(pid, 0)
+    return (time.perf_counter() - t0) * 1000
 
 
 def jail_user():
@@ -192,7 +209,7 @@ def main():
         subprocess.run(["docker", "run", "-d", "--rm", "--name", ctr, "sandgate/base:1",
                         "sleep", "3600"], stdout=subprocess.DEVNULL, check=True)
     cmd = {b: [] for b in paths + ["runner_jail", "bwrap_min", "bwrap_jail"] +
-           (["docker_exec"] if ctr else [])}
+           (["docker_exec"] if ctr else []) + ["spawn_true", "spawn_sh"]}
     for i in range(a.n + 5):  # 5 warm-up rounds, not counted
         order = paths if i % 2 else paths[::-1]
         for b in order:
@@ -212,6 +229,20 @@ def main():
         for name, argv in (("bwrap_min", mini), ("bwrap_jail", jail)):
             t0 = time.perf_counter()
             run_bwrap(argv + ["/usr/bin/true"], user)
+            if i >= 5:
+                cmd[name].append((time.perf_counter() - t0) * 1000)
+        for name, argv in (("spawn_true", ["/bin/true"]), ("spawn_sh", ["/bin/sh", "-c", "true"])):
+            t = spawn(argv)
+            if i >= 5:
+                cmd[name].append(t)
+    b2b = {"local_b2b": lambda: srv.tool("run_command", {"command": "true", "sandbox_id": sids["local"]}),
+           "runner_jail_b2b": lambda: jr.spawn(jr.field(10, b"true")),
+           "spawn_sh_b2b": lambda: spawn(["/bin/sh", "-c", "true"])}
+    for name, f in b2b.items():
+        cmd[name] = []
+        for i in range(a.n + 5):
+            t0 = time.perf_counter()
+            f()
             if i >= 5:
                 cmd[name].append((time.perf_counter() - t0) * 1000)
     for b, sid in sids.items():
@@ -250,6 +281,10 @@ def main():
     ok = (res["run_command_true"]["local"]["p50"] <= 1.5 and
           res["create_to_first_output"]["local_spare"]["p50"] < 20)
     out["targets_met"] = ok
+    rc = res["run_command_true"]
+    out["over_floor_ms"] = {"local_minus_spawn_true": round(rc["local"]["p50"] - rc["spawn_true"]["p50"], 2),
+                            "local_b2b_minus_spawn_sh_b2b":
+                                round(rc["local_b2b"]["p50"] - rc["spawn_sh_b2b"]["p50"], 2)}
     if a.json:
         print(json.dumps(out, indent=2))
         return 0 if ok else 1
@@ -263,6 +298,9 @@ def main():
     print(f"\nspare hits: {hits} of {a.creates + 1} creates through the spare server")
     print(f"targets (local run_command p50 <= 1.5 ms, create-to-first-output from a spare "
           f"< 20 ms): {'met' if ok else 'NOT met'}")
+    print(f"a fork+exec here (spawn_true p50): {rc['spawn_true']['p50']} ms; local over it: "
+          f"{out['over_floor_ms']['local_minus_spawn_true']} ms; back to back, local over "
+          f"spawn_sh: {out['over_floor_ms']['local_b2b_minus_spawn_sh_b2b']} ms")
     print(json.dumps(out))
     return 0 if ok else 1
 

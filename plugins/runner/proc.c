@@ -220,8 +220,8 @@ int rn_child_lift(int fd)
 	return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, PROC_HIGH_FD);
 }
 
-/* Never returns.  Runs in the forked child of a single-threaded process, so
- * everything is safe to call. */
+/* Never returns.  Runs in the vforked child (spawn_child()): only system
+ * calls on the child's own state, then execve() or _exit(). */
 static void child_exec(const struct spawn_req *q, char **envp, struct child_fds c)
 {
 	static char sh[] = "sh", dash_c[] = "-c";
@@ -252,6 +252,22 @@ static void child_exec(const struct spawn_req *q, char **envp, struct child_fds 
 		execvpe(q->argv[0], q->argv, envp);
 	}
 	rn_child_fail(c.ep, RN_STAGE_EXEC);
+}
+
+/* vfork: the child borrows the runner's memory until it execs, so a spawn
+ * costs no copy of the page tables and no copy-on-write faults afterwards
+ * (about 1 ms a command on a VM whose page faults are dear: bench/
+ * local_bench.py).  Safe here for the reasons posix_spawn's own clone is:
+ * the runner is single-threaded, installs no signal handler (SIGCHLD comes
+ * through a signalfd, SIGPIPE is ignored), and the child only makes system
+ * calls on its own descriptors before execve() or _exit(). */
+static pid_t spawn_child(const struct spawn_req *q, char **envp, struct child_fds c)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		child_exec(q, envp, c);
+	return pid;
 }
 
 /* ---- spawning ------------------------------------------------------------------------ */
@@ -407,14 +423,10 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 		goto fail;
 	}
 	p->fault = spawn_fault(r, &q);
-	pid = fork();
+	pid = spawn_child(&q, envp, c);
 	if (pid < 0) {
 		err = errno;
 		goto fail;
-	}
-	if (pid == 0) {
-		close(ep);
-		child_exec(&q, envp, c);
 	}
 	/* Also here, so a KILL right after STARTED finds the group. */
 	setpgid(pid, pid);

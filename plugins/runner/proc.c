@@ -222,7 +222,8 @@ int rn_child_lift(int fd)
 
 /* Never returns.  Runs in the vforked child (spawn_child()): only system
  * calls on the child's own state, then execve() or _exit(). */
-static void child_exec(const struct spawn_req *q, char **envp, struct child_fds c)
+static __attribute__((noreturn)) void child_exec(const struct spawn_req *q, char **envp,
+						 struct child_fds c, pid_t parent)
 {
 	static char sh[] = "sh", dash_c[] = "-c";
 	char *shell_argv[4] = { sh, dash_c, q->command, NULL };
@@ -233,8 +234,10 @@ static void child_exec(const struct spawn_req *q, char **envp, struct child_fds 
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	setpgid(0, 0);
-	/* A runner killed outright takes its commands' leaders with it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* A runner killed outright takes its commands' leaders with it; one
+	 * killed before this line is seen by getppid(). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		rn_child_fail(c.ep, RN_STAGE_SETUP);
 	in = c.in >= 0 ? c.in : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	in = rn_child_lift(in);
 	c.out = rn_child_lift(c.out);
@@ -256,17 +259,21 @@ static void child_exec(const struct spawn_req *q, char **envp, struct child_fds 
 
 /* vfork: the child borrows the runner's memory until it execs, so a spawn
  * costs no copy of the page tables and no copy-on-write faults afterwards
- * (about 1 ms a command on a VM whose page faults are dear: bench/
- * local_bench.py).  Safe here for the reasons posix_spawn's own clone is:
- * the runner is single-threaded, installs no signal handler (SIGCHLD comes
- * through a signalfd, SIGPIPE is ignored), and the child only makes system
- * calls on its own descriptors before execve() or _exit(). */
-static pid_t spawn_child(const struct spawn_req *q, char **envp, struct child_fds c)
+ * (1.3 ms a command on a VM whose page faults are dear: doc/performance.md).
+ * What makes it safe here: the runner is single-threaded and installs no
+ * signal handler (SIGCHLD comes through a signalfd, SIGPIPE is ignored), so
+ * nothing but the child runs in the shared memory until it execs; the child
+ * only makes system calls on its own state and writes nothing the parent
+ * reads but errno, which the parent reads only when vfork() itself failed;
+ * and this function is never inlined, so the child's frames lie below the
+ * caller's and never overwrite them. */
+static __attribute__((noinline)) pid_t spawn_child(const struct spawn_req *q, char **envp,
+						   struct child_fds c)
 {
-	pid_t pid = vfork();
+	pid_t parent = getpid(), pid = vfork();
 
 	if (pid == 0)
-		child_exec(q, envp, c);
+		child_exec(q, envp, c, parent);
 	return pid;
 }
 
@@ -428,8 +435,8 @@ void proc_spawn(struct runner *r, uint32_t id, const unsigned char *payload, siz
 		err = errno;
 		goto fail;
 	}
-	/* Also here, so a KILL right after STARTED finds the group. */
-	setpgid(pid, pid);
+	/* The child made its group (setpgid) before it exec'd, and vfork()
+	 * returns only after that: a KILL right after STARTED finds it. */
 	child_fds_close(&c);
 	if (rn_wait_exec(ep, pid, &stage, &err) < 0)
 		goto fail;

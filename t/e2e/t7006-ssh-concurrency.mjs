@@ -9,11 +9,13 @@ import { t, preflight, sdkClient, errorText } from '../lib/sg.mjs';
 import { startSshd, sshArgs, sshEnv, sshPreflight, sshRunnerOn } from '../ssh/sshd.mjs';
 
 const N = 15;
-// Each command waits (up to 20 s) until all N have started: so the N are
-// running at once however slowly the calls arrive (valgrind, a loaded
-// machine), and on plain exec they need N channels, at least N/4 logins.
-const barrier = (dir, i) => `mkdir -p ${dir}; : > ${dir}/${i}; n=0; ` +
-  `while [ "$(ls ${dir} | wc -l)" -lt ${N} ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done`;
+// Each command waits (up to 10 s by the clock) until all N have started: so
+// the N are running at once however slowly the calls arrive (valgrind, a
+// loaded machine), and on plain exec they need N channels, at least N/4
+// logins.  Calls run one after another would each wait out the 10 s: the
+// burst's time check below fails, within the test's timeout.
+const barrier = (dir, i) => `mkdir -p ${dir}; : > ${dir}/${i}; end=$(($(date +%s) + 10)); ` +
+  `while [ "$(ls ${dir} | wc -l)" -lt ${N} ] && [ "$(date +%s)" -lt $end ]; do sleep 0.05; done`;
 const cmd = (i, dir) => `printf 'call-%s\\n' ${i}; head -c ${i * 5000} /dev/zero | tr '\\0' x; ${barrier(dir, i)}; printf 'err-%s' ${i} >&2; exit ${i}`;
 
 // N concurrent commands, each with its own output and exit status.

@@ -12,7 +12,7 @@
  * login shell per command.
  *
  * The channel is the runner's transport, used directly: the connection's
- * reader thread (plugins/runner/client.c) reads it in ssh_op_wait() like any
+ * reader thread (plugins/runner/client_read.c) reads it in ssh_op_wait() like any
  * other op, so every libssh2 call happens under the connection's lock.
  *
  * Its life per target (started on the first call, again after it died,

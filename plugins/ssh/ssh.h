@@ -3,8 +3,11 @@
  *
  *   ssh.c      descriptor, init/fini, configuration keys, help
  *   target.c   targets: [ssh] default_* and [ssh.target.NAME] sections
- *   conn.c     connections: the pool per target, the per-connection lock and
- *              the wait discipline every libssh2 call goes through
+ *   conn.c     connections: the pool per target, channel slots, the
+ *              per-connection lock and the wait discipline every libssh2
+ *              call goes through
+ *   connect.c  making a connection (TCP, handshake, host key, sign-in) and
+ *              tearing it down
  *   (host keys against known_hosts and the sign-in with the agent or key
  *   files are plugins/sshcommon/, shared with docker.so's ssh:// engines)
  *   errmap.c   the one adapter from libssh2 and SFTP errors to sg_err
@@ -152,12 +155,6 @@ int ssh_target_resolve(struct ssh_ctx *ctx, const char *name, struct ssh_target 
  * err. */
 int ssh_lib_start(struct ssh_ctx *ctx, struct sg_err *err);
 
-/* Opens a TCP connection to t (non-blocking connect, NODELAY and
- * keepalive set) by the monotonic deadline (ssh_now_ms() units), honouring
- * call's cancellation.  Returns the socket, or -1 with err
- * (SG_E_UNAVAILABLE, SG_E_CANCELLED). */
-int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t deadline,
-		    const struct sg_call *call, struct sg_err *err);
 /* True when [ssh.target.NAME] names a host. */
 bool ssh_target_exists(struct ssh_ctx *ctx, const char *name);
 /* "user@host:port" for messages. */
@@ -347,6 +344,26 @@ int ssh_chan_open(struct ssh_pool *p, struct ssh_op *op, const struct sg_call *c
 /* Frees the channel (bounded wait for the close), ends op, releases the
  * slot and the reference. */
 void ssh_chan_done(struct ssh_op *op, LIBSSH2_CHANNEL *ch);
+
+/* ---- connect.c ---------------------------------------------------------------- */
+
+/* Opens a TCP connection to t (non-blocking connect, NODELAY and
+ * keepalive set) by the monotonic deadline (ssh_now_ms() units), honouring
+ * call's cancellation.  Returns the socket, or -1 with err
+ * (SG_E_UNAVAILABLE, SG_E_CANCELLED). */
+int ssh_tcp_connect(struct ssh_ctx *ctx, const struct ssh_target *t, int64_t deadline,
+		    const struct sg_call *call, struct sg_err *err);
+/* Makes a new authenticated connection to pool p's target within the
+ * target's connect_timeout, honouring call's cancellation (may be NULL).
+ * The result is not listed and has no references counted yet: the pool
+ * (conn.c) lists it and counts them.  NULL with err (SG_E_NOMEM,
+ * SG_E_UNAVAILABLE, SG_E_CANCELLED, or what the host key check or the
+ * sign-in said). */
+struct ssh_conn *ssh_conn_connect(struct ssh_pool *p, const struct sg_call *call,
+				  struct sg_err *err);
+/* Tears c's session down without ever blocking and frees c (NULL is
+ * fine): for the last reference gone, or a connection never listed. */
+void ssh_conn_free(struct ssh_conn *c);
 
 /* ---- host keys and sign-in: plugins/sshcommon/sshcommon.h ------------------------ */
 

@@ -1,7 +1,7 @@
 /*
- * Fuzz target: the plugins' client of a runner (plugins/runner/client.c),
- * reading what a runner says through an in-memory transport.  The first
- * byte picks:
+ * Fuzz target: the plugins' client of a runner (plugins/runner/client.c,
+ * its reader in client_read.c), reading what a runner says through an
+ * in-memory transport.  The first byte picks:
  *
  *  - the greeting: the rest is what the runner says first (then EOF);
  *  - a request: the runner greets properly, sandgate sends SPAWN, and the

@@ -30,6 +30,7 @@
 
 #include "plugins/docker/docker.h"
 #include "plugins/records/owner.h"
+#include "plugins/records/worker.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,10 +60,7 @@ struct pool_tmpl {
 };
 
 struct docker_pool {
-	pthread_mutex_t lock;      /* guards everything below */
-	pthread_cond_t cond;       /* a take, or the stop */
-	pthread_t thread;
-	bool running, stop;
+	struct mrec_worker w;      /* the thread; its lock guards everything below */
 	struct pool_tmpl t[POOL_TEMPLATES_MAX];
 	size_t nt;
 	struct {
@@ -160,9 +158,9 @@ static int pool_create(struct docker_ctx *ctx, const char *tmpl, char *id, size_
 		json_decref(body);
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	}
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	seq = ++p->seq;
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	snprintf(path, sizeof(path), "/containers/create?name=" POOL_NAME "%ld-%u-%lx",
 		 (long)getpid(), seq, (unsigned long)time(NULL));
 	if (docker_engine_json(ctx->engine, "POST", path, body, &status, &reply, err) < 0)
@@ -179,16 +177,6 @@ out:
 	json_decref(body);
 	json_decref(reply);
 	return rc;
-}
-
-static bool pool_stopping(struct docker_pool *p)
-{
-	bool stop;
-
-	pthread_mutex_lock(&p->lock);
-	stop = p->stop;
-	pthread_mutex_unlock(&p->lock);
-	return stop;
 }
 
 /* Makes one member of tmpl: created, started, inspected, runner running. */
@@ -212,7 +200,7 @@ static int pool_make(struct docker_ctx *ctx, const char *tmpl, struct pool_membe
 	/* The runner now, not on the first command (1: it cannot run here,
 	 * the plain path serves; an error: the first command tries again);
 	 * not when sandgate is ending: the member is removed at once. */
-	if (!pool_stopping(ctx->pool) && rnc_site_get(&m->dm->site, &c, &rerr) == 0)
+	if (!mrec_worker_stopping(&ctx->pool->w) && rnc_site_get(&m->dm->site, &c, &rerr) == 0)
 		rn_conn_put(c);
 	return 0;
 fail:
@@ -280,8 +268,6 @@ static int pool_rename(struct docker_ctx *ctx, const char *id, struct sg_err *er
 	return rc;
 }
 
-static void pool_wait(struct docker_pool *p, unsigned s);
-
 /* Renames the oldest handed-out member; called and returns with the lock.
  * A member keeps its pool name until renamed, and a pool name is what the
  * next sandgate's sweep removes: a failed rename is tried again (a second
@@ -296,20 +282,19 @@ static void pool_rename_next(struct docker_ctx *ctx)
 	snprintf(id, sizeof(id), "%s", p->renames[0].id);
 	memmove(&p->renames[0], &p->renames[1], (size_t)(p->nrenames - 1) * sizeof(p->renames[0]));
 	p->nrenames--;
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	if (pool_rename(ctx, id, &err) == 0) {
-		pthread_mutex_lock(&p->lock);
+		mrec_worker_lock(&p->w);
 		return;
 	}
 	ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: renaming the handed-out container "
 		       "%.12s failed (try %u of %d): %s", id, tries, POOL_RENAME_TRIES, err.msg);
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	if (tries < POOL_RENAME_TRIES && err.code != SG_E_NOTFOUND &&
 	    p->nrenames + p->reserved < POOL_SIZE_MAX) {
 		snprintf(p->renames[p->nrenames].id, sizeof(p->renames[0].id), "%s", id);
 		p->renames[p->nrenames++].tries = tries;
-		if (!p->stop)
-			pool_wait(p, 1);
+		mrec_worker_wait(&p->w, 1);
 	}
 }
 
@@ -322,15 +307,6 @@ static struct pool_tmpl *pool_wanting(struct docker_pool *p)
 	return NULL;
 }
 
-static void pool_wait(struct docker_pool *p, unsigned s)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += s;
-	pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-}
-
 static void *pool_main(void *arg)
 {
 	struct docker_ctx *ctx = arg;
@@ -338,7 +314,7 @@ static void *pool_main(void *arg)
 	bool warned = false;
 
 	pool_sweep(ctx);
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	for (;;) {
 		struct pool_tmpl *t = pool_wanting(p);
 		struct pool_member m;
@@ -350,30 +326,29 @@ static void *pool_main(void *arg)
 			pool_rename_next(ctx);
 			continue;
 		}
-		if (p->stop)
+		if (p->w.stop)
 			break;
 		if (!t) {
-			pool_wait(p, 3600);
+			mrec_worker_wait(&p->w, 3600);
 			continue;
 		}
 		snprintf(name, sizeof(name), "%s", t->name);
-		pthread_mutex_unlock(&p->lock);
+		mrec_worker_unlock(&p->w);
 		rc = pool_make(ctx, name, &m, &err);
-		pthread_mutex_lock(&p->lock);
+		mrec_worker_lock(&p->w);
 		if (rc < 0) {
 			ctx->host->log(warned ? SG_LOG_DEBUG : SG_LOG_WARNING, DOCKER_PLUGIN,
 				       "pool: cannot make a container of template %s ahead: %s "
 				       "(tried again every %d s)", name, err.msg, POOL_RETRY_S);
 			warned = true;
-			if (!p->stop)
-				pool_wait(p, POOL_RETRY_S);
+			mrec_worker_wait(&p->w, POOL_RETRY_S);
 			continue;
 		}
 		t = pool_tmpl_get(p, name); /* the table never shrinks: still there */
-		if (p->stop || !t || t->n >= t->want) {
-			pthread_mutex_unlock(&p->lock);
+		if (p->w.stop || !t || t->n >= t->want) {
+			mrec_worker_unlock(&p->w);
 			pool_member_drop(ctx, &m, "the pool is full or stopping");
-			pthread_mutex_lock(&p->lock);
+			mrec_worker_lock(&p->w);
 			continue;
 		}
 		t->m[t->n++] = m;
@@ -381,7 +356,7 @@ static void *pool_main(void *arg)
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: container %.12s of template "
 			       "%s ready (%u of %u)", m.id, name, t->n, t->want);
 	}
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return NULL;
 }
 
@@ -394,7 +369,6 @@ int docker_pool_start(struct docker_ctx *ctx, struct sg_err *err)
 	const char *def = h->config_get("docker", "pool");
 	struct docker_pool *p;
 	struct pool_tmpl *t;
-	pthread_condattr_t ca;
 
 	if (!server)
 		return 0;
@@ -410,21 +384,13 @@ int docker_pool_start(struct docker_ctx *ctx, struct sg_err *err)
 		return 0;
 	}
 	mrec_owner_self(p->owner, sizeof(p->owner));
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	ctx->pool = p;
-	if (pthread_create(&p->thread, NULL, pool_main, ctx) != 0) {
+	if (mrec_worker_start(&p->w, pool_main, ctx) < 0) {
 		ctx->pool = NULL;
-		pthread_cond_destroy(&p->cond);
-		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return h->errf(err, SG_E_INTERNAL, "docker: cannot start the pool thread: %s",
 			       strerror(errno));
 	}
-	p->running = true;
 	return 0;
 }
 
@@ -434,19 +400,12 @@ void docker_pool_stop(struct docker_ctx *ctx)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	if (p->running)
-		pthread_join(p->thread, NULL);
+	mrec_worker_stop(&p->w);
 	for (size_t i = 0; i < p->nt; i++)
 		for (unsigned j = 0; j < p->t[i].n; j++)
 			pool_member_drop(ctx, &p->t[i].m[j], "sandgate ends");
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: %lu hits, %lu misses, %lu made",
 		       p->hits, p->misses, p->made);
-	pthread_cond_destroy(&p->cond);
-	pthread_mutex_destroy(&p->lock);
 	ctx->pool = NULL;
 	free(p);
 }
@@ -458,7 +417,7 @@ static int pool_pop(struct docker_pool *p, const char *tmpl, struct pool_member 
 	struct pool_tmpl *t = NULL;
 	int rc = 1;
 
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	for (size_t i = 0; i < p->nt; i++)
 		if (!strcmp(p->t[i].name, tmpl))
 			t = &p->t[i];
@@ -472,7 +431,7 @@ static int pool_pop(struct docker_pool *p, const char *tmpl, struct pool_member 
 	} else if (t && t->want) {
 		p->misses++;
 	}
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return rc;
 }
 
@@ -492,9 +451,9 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	    ctx->host->machine_set(m, SG_MACHINE_TEMPLATE, "%s", tmpl) < 0) {
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: container %.12s cannot be "
 			       "handed out (%s): creating one", pm.id, rerr.msg);
-		pthread_mutex_lock(&p->lock);
+		mrec_worker_lock(&p->w);
 		p->reserved--;
-		pthread_mutex_unlock(&p->lock);
+		mrec_worker_unlock(&p->w);
 		pool_member_drop(ctx, &pm, "it could not be handed out");
 		return 1;
 	}
@@ -503,13 +462,13 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
 	json_decref(pm.info);
 	/* The rename that takes it out of the pool (tens of ms in the engine)
 	 * is the thread's, off the caller's path. */
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	hits = p->hits;
 	p->reserved--;
 	snprintf(p->renames[p->nrenames].id, sizeof(p->renames[0].id), "%s", pm.id);
 	p->renames[p->nrenames++].tries = 0;
-	pthread_cond_signal(&p->cond);
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_wake(&p->w);
+	mrec_worker_unlock(&p->w);
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: handed out container %s of "
 		       "template %s (pool hit %lu)", m->id, tmpl, hits);
 	return 0;
@@ -574,13 +533,13 @@ json_t *docker_pool_facts(struct docker_ctx *ctx)
 		return json_pack("{s:o, s:I}", "templates", sizes, "members_on_engine",
 				 (json_int_t)now);
 	}
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	for (size_t i = 0; i < p->nt; i++) {
 		json_object_set_new(sizes, p->t[i].name, json_integer(p->t[i].want));
 		ready += p->t[i].n;
 	}
 	facts = json_pack("{s:o, s:I, s:I, s:I}", "templates", sizes, "ready", (json_int_t)ready,
 			  "hits", (json_int_t)p->hits, "misses", (json_int_t)p->misses);
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return facts;
 }

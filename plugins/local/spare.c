@@ -36,6 +36,7 @@
 #include "plugins/local/local.h"
 #include "plugins/records/records.h"
 #include "plugins/records/owner.h"
+#include "plugins/records/worker.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -54,10 +55,7 @@ struct spare {
 };
 
 struct local_spare {
-	pthread_mutex_t lock;           /* guards everything below */
-	pthread_cond_t cond;            /* a take, or the stop */
-	pthread_t thread;
-	bool running, stop;
+	struct mrec_worker w;           /* the thread; its lock guards everything below */
 	unsigned want, n;               /* [local] spare; ready spares */
 	struct spare s[SPARE_MAX];
 	unsigned long hits, misses, made;
@@ -81,16 +79,6 @@ static unsigned spare_size(const struct sg_host_api *h)
 
 /* ---- the thread ---------------------------------------------------------------------- */
 
-static bool spare_stopping(struct local_spare *p)
-{
-	bool stop;
-
-	pthread_mutex_lock(&p->lock);
-	stop = p->stop;
-	pthread_mutex_unlock(&p->lock);
-	return stop;
-}
-
 /* Makes one spare: directory, tag, jail and runner (not when sandgate is
  * ending: it is removed at once). */
 static int spare_make(struct local_ctx *ctx, struct spare *s, struct sg_err *err)
@@ -101,7 +89,7 @@ static int spare_make(struct local_ctx *ctx, struct spare *s, struct sg_err *err
 	s->made = time(NULL);
 	if (local_sandbox_new(ctx, true, p->owner, false, p->lifetime_s, &s->lm, err) < 0)
 		return -1;
-	if (spare_stopping(p))
+	if (mrec_worker_stopping(&p->w))
 		return 0;
 	if (rnc_site_get(&s->lm->site, &c, err) == 0) {
 		rn_conn_put(c);
@@ -148,15 +136,6 @@ static void spare_sweep(struct local_ctx *ctx)
 	json_decref(list);
 }
 
-static void spare_wait(struct local_spare *p, unsigned s)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += s;
-	pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-}
-
 static void *spare_main(void *arg)
 {
 	struct local_ctx *ctx = arg;
@@ -164,32 +143,31 @@ static void *spare_main(void *arg)
 	bool warned = false;
 
 	spare_sweep(ctx);
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop && p->want) {
+	mrec_worker_lock(&p->w);
+	while (!p->w.stop && p->want) {
 		struct spare s;
 		struct sg_err err;
 		int rc;
 
 		if (p->n >= p->want) {
-			spare_wait(p, 3600);
+			mrec_worker_wait(&p->w, 3600);
 			continue;
 		}
-		pthread_mutex_unlock(&p->lock);
+		mrec_worker_unlock(&p->w);
 		rc = spare_make(ctx, &s, &err);
-		pthread_mutex_lock(&p->lock);
+		mrec_worker_lock(&p->w);
 		if (rc < 0) {
 			ctx->host->log(warned ? SG_LOG_DEBUG : SG_LOG_WARNING, LOCAL_PLUGIN,
 				       "spare: cannot make a sandbox ahead: %s (tried again every "
 				       "%d s)", err.msg, SPARE_RETRY_S);
 			warned = true;
-			if (!p->stop)
-				spare_wait(p, SPARE_RETRY_S);
+			mrec_worker_wait(&p->w, SPARE_RETRY_S);
 			continue;
 		}
-		if (p->stop || p->n >= p->want) {
-			pthread_mutex_unlock(&p->lock);
+		if (p->w.stop || p->n >= p->want) {
+			mrec_worker_unlock(&p->w);
 			local_sandbox_drop(s.lm, true);
-			pthread_mutex_lock(&p->lock);
+			mrec_worker_lock(&p->w);
 			continue;
 		}
 		p->s[p->n++] = s;
@@ -197,7 +175,7 @@ static void *spare_main(void *arg)
 		ctx->host->log(SG_LOG_INFO, LOCAL_PLUGIN, "spare: %s ready in %s (%u of %u)",
 			       s.lm->id, s.lm->dir, p->n, p->want);
 	}
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return NULL;
 }
 
@@ -208,7 +186,6 @@ int local_spare_start(struct local_ctx *ctx, struct sg_err *err)
 	const struct sg_host_api *h = ctx->host;
 	const char *life = h->config_get("sandbox", "timeout");
 	struct local_spare *p;
-	pthread_condattr_t ca;
 
 	if (!SG_HOST_HAS(h, server) || !h->server())
 		return 0;
@@ -219,21 +196,13 @@ int local_spare_start(struct local_ctx *ctx, struct sg_err *err)
 	p->want = ctx->user_why[0] ? 0 : spare_size(h);
 	p->lifetime_s = life && *life ? (unsigned)strtoul(life, NULL, 10) : 300;
 	mrec_owner_self(p->owner, sizeof(p->owner));
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	ctx->spare = p;
-	if (pthread_create(&p->thread, NULL, spare_main, ctx) != 0) {
+	if (mrec_worker_start(&p->w, spare_main, ctx) < 0) {
 		ctx->spare = NULL;
-		pthread_cond_destroy(&p->cond);
-		pthread_mutex_destroy(&p->lock);
 		free(p);
 		return h->errf(err, SG_E_INTERNAL, "local: cannot start the spare thread: %s",
 			       strerror(errno));
 	}
-	p->running = true;
 	return 0;
 }
 
@@ -243,19 +212,12 @@ void local_spare_stop(struct local_ctx *ctx)
 
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	if (p->running)
-		pthread_join(p->thread, NULL);
+	mrec_worker_stop(&p->w);
 	for (unsigned i = 0; i < p->n; i++)
 		local_sandbox_drop(p->s[i].lm, true);
 	if (p->want)
 		ctx->host->log(SG_LOG_INFO, LOCAL_PLUGIN, "spare: %lu hits, %lu misses, %lu made",
 			       p->hits, p->misses, p->made);
-	pthread_cond_destroy(&p->cond);
-	pthread_mutex_destroy(&p->lock);
 	ctx->spare = NULL;
 	free(p);
 }
@@ -272,18 +234,18 @@ static int spare_pop(struct local_spare *p, struct spare *out)
 {
 	int rc = 1;
 
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	if (p->n > 0) {
 		*out = p->s[0];
 		memmove(&p->s[0], &p->s[1], (p->n - 1) * sizeof(p->s[0]));
 		p->n--;
 		p->hits++;
-		pthread_cond_signal(&p->cond);
+		mrec_worker_wake(&p->w);
 		rc = 0;
 	} else if (p->want) {
 		p->misses++;
 	}
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return rc;
 }
 
@@ -333,9 +295,9 @@ int local_spare_take(struct local_ctx *ctx, const struct sg_create_req *req, str
 		local_sandbox_drop(s.lm, true);
 		return 1;
 	}
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	hits = p->hits;
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	ctx->host->log(SG_LOG_INFO, LOCAL_PLUGIN, "spare: handed out %s in %s (spare hit %lu)",
 		       m->id, s.lm->dir, hits);
 	return 0;
@@ -373,10 +335,10 @@ json_t *local_spare_facts(struct local_ctx *ctx)
 		return json_pack("{s:I, s:I}", "size", (json_int_t)spare_size(ctx->host),
 				 "spares_now", (json_int_t)spare_count(ctx, mine));
 	}
-	pthread_mutex_lock(&p->lock);
+	mrec_worker_lock(&p->w);
 	facts = json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)p->want, "ready",
 			  (json_int_t)p->n, "hits", (json_int_t)p->hits, "misses",
 			  (json_int_t)p->misses);
-	pthread_mutex_unlock(&p->lock);
+	mrec_worker_unlock(&p->w);
 	return facts;
 }

@@ -33,7 +33,7 @@ void mrec_worker_stop(struct mrec_worker *w)
 	if (!w->running)
 		return;
 	pthread_mutex_lock(&w->lock);
-	w->stop = true;
+	__atomic_store_n(&w->stop, true, __ATOMIC_RELEASE); /* read unlocked by _stopping() */
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
@@ -71,10 +71,5 @@ void mrec_worker_wake(struct mrec_worker *w)
 
 bool mrec_worker_stopping(struct mrec_worker *w)
 {
-	bool stop;
-
-	pthread_mutex_lock(&w->lock);
-	stop = w->stop;
-	pthread_mutex_unlock(&w->lock);
-	return stop;
+	return __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
 }

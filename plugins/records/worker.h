@@ -20,7 +20,8 @@ struct mrec_worker {
 	pthread_cond_t cond;   /* a wake, or the stop */
 	pthread_t thread;
 	bool running;          /* the thread was started and not yet joined */
-	bool stop;             /* mrec_worker_stop() was called; read under lock */
+	bool stop;             /* mrec_worker_stop() was called: set atomically under
+	                        * lock, read under lock or by mrec_worker_stopping() */
 };
 
 /* Initialises w's lock and condition variable and starts the thread
@@ -50,8 +51,8 @@ bool mrec_worker_wait(struct mrec_worker *w, unsigned s);
  * called with the lock held. */
 void mrec_worker_wake(struct mrec_worker *w);
 
-/* Whether stop is set; takes the lock (the thread, while it works without
- * it). */
+/* Whether stop is set, without the lock (an atomic read: the thread asks
+ * while it works without the lock). */
 bool mrec_worker_stopping(struct mrec_worker *w);
 
 #endif /* SG_PLUGINS_WORKER_H */

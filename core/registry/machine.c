@@ -1,3 +1,11 @@
+/*
+ * The machine registry (core/registry/machine.h): the machines this process
+ * holds, their owner labels and visibility, lookup by id, name or prefix
+ * (adopting from the record), create, kill, session end, and the host API's
+ * machine entries.  What outlived its use (expiry, orphans of sandgates that
+ * are gone, the startup sweep) is in sweep.c; the wrappers of a plugin's
+ * exec, stream, file and code slots in dispatch.c.
+ */
 #include "config.h"
 
 #include <errno.h>
@@ -14,6 +22,7 @@
 #include "core/base/log.h"
 #include "core/base/quota.h"
 #include "core/registry/machine.h"
+#include "core/registry/machine_internal.h"
 #include "core/registry/plugin.h"
 #include "core/registry/provision.h"
 #include "core/registry/record.h"
@@ -22,8 +31,6 @@
 
 static struct sg_entry *registry;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t sweep_thread;
-static bool sweep_started;
 
 /* ---- owner labels ---------------------------------------------------------- */
 
@@ -269,7 +276,7 @@ static int lookup(struct sg_session *s, const char *key, struct sg_entry **out)
 	return matches;
 }
 
-static bool registered(const char *backend, const char *id)
+bool sg_mreg_registered(const char *backend, const char *id)
 {
 	bool found = false;
 
@@ -351,7 +358,7 @@ static bool has_id(const struct sg_entry *e, struct sg_err *err)
  * into the registry.  An ephemeral one becomes an adopted orphan of this
  * process.  A machine gone from its backend loses its record.  Returns the
  * entry with a reference for the caller, or NULL with err. */
-static struct sg_entry *attach_record(const struct sg_record *r, struct sg_err *err)
+struct sg_entry *sg_mreg_attach_record(const struct sg_record *r, struct sg_err *err)
 {
 	struct sg_plugin *p = sg_plugin_find(r->backend);
 	struct sg_entry *e;
@@ -410,28 +417,6 @@ static bool reachable(const struct sg_record *r, const struct sg_session *s)
 	return !strcmp(r->credential, s->owner);
 }
 
-static int destroy(struct sg_entry *e, struct sg_call *call, struct sg_err *err);
-
-/* Destroys the machine of an expired record whose sandgate is gone. */
-static void reap_record(const struct sg_record *r)
-{
-	struct sg_err err;
-	struct sg_entry *e = attach_record(r, &err);
-
-	if (!e)
-		return;
-	pthread_mutex_lock(&reg_lock);
-	if (!e->dead) {
-		e->dead = true;
-		entry_unlink_locked(e);
-	}
-	pthread_mutex_unlock(&reg_lock);
-	SG_INFO("reaping the expired sandbox %s of a sandgate that is gone", e->m.id);
-	if (destroy(e, NULL, &err) < 0)
-		SG_WARN("reaping sandbox %s failed: %s", e->m.id, err.msg);
-	sg_machine_put(e);
-}
-
 /* The machine key names in the record, bound for s.  NULL with err when
  * there is none that s may reach. */
 static struct sg_entry *from_record(struct sg_session *s, const char *key, struct sg_err *err)
@@ -443,10 +428,10 @@ static struct sg_entry *from_record(struct sg_session *s, const char *key, struc
 	int matches = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (registered(v[i]->backend, v[i]->id) || !reachable(v[i], s))
+		if (sg_mreg_registered(v[i]->backend, v[i]->id) || !reachable(v[i], s))
 			continue;
 		if (expired_record(v[i], now)) {
-			reap_record(v[i]);
+			sg_mreg_reap_record(v[i]);
 			continue;
 		}
 		pick = v[i];
@@ -455,7 +440,7 @@ static struct sg_entry *from_record(struct sg_session *s, const char *key, struc
 	if (matches > 1)
 		sg_errf(err, SG_E_INVAL, "'%s' matches %d machines: give more of the id", key, matches);
 	else if (pick)
-		e = attach_record(pick, err);
+		e = sg_mreg_attach_record(pick, err);
 	sg_record_free_all(v, n);
 	return e;
 }
@@ -495,9 +480,9 @@ static void bind_persistent(struct sg_session *s)
 		struct sg_err err;
 		struct sg_entry *e;
 
-		if (registered(v[i]->backend, v[i]->id))
+		if (sg_mreg_registered(v[i]->backend, v[i]->id))
 			continue;
-		e = attach_record(v[i], &err);
+		e = sg_mreg_attach_record(v[i], &err);
 		if (e)
 			sg_machine_put(e);
 		else
@@ -650,7 +635,7 @@ void sg_machine_touch(struct sg_entry *e)
 
 /* ---- destroy ------------------------------------------------------------------ */
 
-static int destroy(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
+int sg_mreg_destroy(struct sg_entry *e, struct sg_call *call, struct sg_err *err)
 {
 	if (shells_hook)
 		shells_hook(e);
@@ -677,7 +662,7 @@ int sg_machine_kill(struct sg_entry *e, struct sg_call *call, struct sg_err *err
 	e->dead = true;
 	entry_unlink_locked(e);
 	pthread_mutex_unlock(&reg_lock);
-	r = destroy(e, call, err);
+	r = sg_mreg_destroy(e, call, err);
 	sg_machine_put(e);
 	return r;
 }
@@ -698,7 +683,7 @@ int sg_machine_kill_by(struct sg_session *s, struct sg_entry *e, const char *lab
 /* Takes every registered entry matching pred out of the registry, marks it
  * dead, and returns them as a list (each holding the registry's former
  * reference). */
-static struct sg_entry *take_matching(bool (*pred)(struct sg_entry *, void *), void *ud)
+struct sg_entry *sg_mreg_take_matching(bool (*pred)(struct sg_entry *, void *), void *ud)
 {
 	struct sg_entry *taken = NULL;
 
@@ -720,14 +705,14 @@ static struct sg_entry *take_matching(bool (*pred)(struct sg_entry *, void *), v
 	return taken;
 }
 
-static void destroy_list(struct sg_entry *list, const char *why)
+void sg_mreg_destroy_list(struct sg_entry *list, const char *why)
 {
 	while (list) {
 		struct sg_entry *e = list;
 		struct sg_err err;
 
 		list = e->next;
-		if (destroy(e, NULL, &err) < 0)
+		if (sg_mreg_destroy(e, NULL, &err) < 0)
 			SG_WARN("%s: %s", why, err.msg);
 		sg_machine_put(e);
 	}
@@ -742,15 +727,7 @@ static bool of_session(struct sg_entry *e, void *ud)
 
 void sg_machine_session_end(struct sg_session *s)
 {
-	destroy_list(take_matching(of_session, s), "session end");
-}
-
-static bool expired(struct sg_entry *e, void *ud)
-{
-	int64_t now = *(int64_t *)ud;
-
-	return e->ephemeral && e->lifetime_s &&
-	       atomic_load(&e->last_used) + (int64_t)e->lifetime_s <= now;
+	sg_mreg_destroy_list(sg_mreg_take_matching(of_session, s), "session end");
 }
 
 void sg_machine_save_touches(void)
@@ -783,43 +760,6 @@ void sg_machine_save_touches(void)
 	free(list);
 }
 
-/* Expired records of sandgate processes that are gone: nobody else will
- * remove those machines. */
-static int reap_records(int64_t now)
-{
-	struct sg_record **v;
-	size_t n = sg_record_expired(now, &v);
-	int reaped = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (registered(v[i]->backend, v[i]->id) || sg_machine_owner_alive(v[i]->owner))
-			continue;
-		reap_record(v[i]);
-		reaped++;
-	}
-	sg_record_free_all(v, n);
-	return reaped;
-}
-
-int sg_machine_reap_expired(void)
-{
-	static int64_t records_checked;
-	int64_t now = sg_time_s();
-	struct sg_entry *list = take_matching(expired, &now);
-	int n = 0;
-
-	for (struct sg_entry *e = list; e; e = e->next)
-		n++;
-	destroy_list(list, "expiry");
-	/* The record is shared with other processes: a query every few
-	 * seconds is enough for lifetimes counted in minutes. */
-	if (now - records_checked >= 2) {
-		records_checked = now;
-		n += reap_records(now);
-	}
-	return n;
-}
-
 static bool any(struct sg_entry *e, void *ud)
 {
 	(void)e;
@@ -829,7 +769,7 @@ static bool any(struct sg_entry *e, void *ud)
 
 void sg_machine_release_all(void)
 {
-	struct sg_entry *list = take_matching(any, NULL);
+	struct sg_entry *list = sg_mreg_take_matching(any, NULL);
 
 	while (list) {
 		struct sg_entry *e = list;
@@ -837,62 +777,6 @@ void sg_machine_release_all(void)
 		list = e->next;
 		sg_machine_put(e);
 	}
-}
-
-/* ---- machines whose record was lost -------------------------------------------- */
-
-/* A machine the backend tagged with the owner tag of a sandgate that is
- * gone, and that no record names, can be reached by nobody once its
- * lifetime passed: remove it.  Not before: another sandgate with another
- * state directory (another user) may share the backend and have it in its
- * own record. */
-static void sweep_one(struct sg_plugin *p, const json_t *m, int64_t now)
-{
-	const char *id = json_string_value(json_object_get(m, "id"));
-	const char *owner = json_string_value(json_object_get(m, "owner"));
-	json_int_t created = json_integer_value(json_object_get(m, "created"));
-	json_int_t life = json_integer_value(json_object_get(m, "lifetime"));
-	struct sg_record r = { 0 };
-	struct sg_entry *e;
-	struct sg_err err;
-
-	if (!id || !*id || !owner || !*owner || created <= 0 || life <= 0 || created + life > now ||
-	    json_is_true(json_object_get(m, "persistent")) || sg_machine_owner_alive(owner) ||
-	    sg_record_exists(p->b->name, id) || registered(p->b->name, id))
-		return;
-	r.backend = (char *)p->b->name;
-	r.id = (char *)id;
-	r.name = r.session_hash = r.credential = r.purpose = r.owner = (char *)"";
-	e = attach_record(&r, &err);
-	if (!e)
-		return;
-	pthread_mutex_lock(&reg_lock);
-	e->dead = true;
-	entry_unlink_locked(e);
-	pthread_mutex_unlock(&reg_lock);
-	SG_INFO("removing sandbox %s on %s: its sandgate (%s) is gone, its lifetime passed and it has no record",
-		id, p->b->name, owner);
-	if (destroy(e, NULL, &err) < 0)
-		SG_WARN("removing sandbox %s failed: %s", id, err.msg);
-	sg_machine_put(e);
-}
-
-void sg_machine_sweep_lost(void)
-{
-	for (struct sg_plugin *p = sg_plugin_first(); p; p = p->next) {
-		json_t *list = NULL, *m;
-		struct sg_err err;
-		size_t i;
-
-		if (p->b->machine_list(p->priv, NULL, &list, &err) < 0) {
-			SG_DEBUG("%s: cannot list machines: %s", p->b->name, err.msg);
-			continue;
-		}
-		json_array_foreach(list, i, m)
-			sweep_one(p, m, sg_time_s());
-		json_decref(list);
-	}
-	reap_records(sg_time_s());
 }
 
 /* ---- host API ------------------------------------------------------------------ */
@@ -1036,56 +920,19 @@ json_t *sg_machine_host_list(struct sg_call *call, const struct sg_backend *self
 
 /* ---- gone machines ------------------------------------------------------------ */
 
-void sg_machine_forget(struct sg_entry *e)
+void sg_mreg_unlink_dead(struct sg_entry *e)
 {
 	pthread_mutex_lock(&reg_lock);
 	if (!e->dead) {
 		e->dead = true;
 		entry_unlink_locked(e);
-		/* The caller still holds a reference, so this is never the last. */
 	}
 	pthread_mutex_unlock(&reg_lock);
+}
+
+void sg_machine_forget(struct sg_entry *e)
+{
+	/* The caller still holds a reference, so the unlink never drops the last. */
+	sg_mreg_unlink_dead(e);
 	sg_record_delete(e->m.backend->name, e->m.id);
-}
-
-/* ---- startup ------------------------------------------------------------------ */
-
-static void *sweep_main(void *arg)
-{
-	(void)arg;
-	sg_machine_sweep_lost();
-	return NULL;
-}
-
-/* sweep_thread and sweep_started: a stop that ends the process at once
- * (the signal thread, the watchdog) may reap while main joins. */
-static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int sg_machine_sweep_async(void)
-{
-	bool started;
-
-	pthread_mutex_lock(&sweep_lock);
-	started = sweep_started = pthread_create(&sweep_thread, NULL, sweep_main, NULL) == 0;
-	pthread_mutex_unlock(&sweep_lock);
-	return started ? 0 : -1;
-}
-
-void sg_machine_sweep_reap(void)
-{
-	if (pthread_mutex_trylock(&sweep_lock) != 0)
-		return; /* main is joining it */
-	if (sweep_started && pthread_tryjoin_np(sweep_thread, NULL) == 0)
-		sweep_started = false;
-	pthread_mutex_unlock(&sweep_lock);
-}
-
-void sg_machine_sweep_join(void)
-{
-	pthread_mutex_lock(&sweep_lock);
-	if (sweep_started) {
-		pthread_join(sweep_thread, NULL);
-		sweep_started = false;
-	}
-	pthread_mutex_unlock(&sweep_lock);
 }

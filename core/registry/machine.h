@@ -2,8 +2,10 @@
  * The machine registry: every machine this process holds, whichever backend
  * made it, with its owner, lifetime and last use, backed by the machine
  * record (core/registry/record.h) that every sandgate process of the user shares.
- * One registry serves both tool families.  Also the one dispatch wrapper
- * per backend operation: only this file calls a plugin's machine slots.
+ * One registry serves both tool families (machine.c; expiry and the sweep
+ * of machines whose record was lost in sweep.c).  Also the one dispatch
+ * wrapper per backend operation (dispatch.c): only the registry calls a
+ * plugin's machine slots.
  *
  * Visibility (security), the same on every backend: a session sees its own
  * ephemeral sandboxes, the persistent machines of its credential, and the

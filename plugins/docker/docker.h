@@ -8,7 +8,8 @@
  *   machine.c  create, attach, destroy, release, list
  *   exec.c     one-shot commands: process groups, timeouts, cancellation
  *   stream.c   interactive streams (attached exec with stdin open)
- *   files.c    files through the archive API and small exec scripts
+ *   files.c    reads and writes: the runner, else the archive API and small
+ *              exec scripts; files_meta.c list, stat, remove (runner/scripts)
  *   demux.c    the 8-byte-header stream parser (see demux.h)
  *   tar.c      libarchive in memory (see tar.h)
  *   runner.c   the in-sandbox runner: upload and start (its life, commands
@@ -315,7 +316,7 @@ sg_stream_close_fn docker_stream_close;
 sg_stream_open_status_fn docker_stream_open_status;
 sg_stream_read_ch_fn docker_stream_read_ch;
 
-/* ---- files.c ----------------------------------------------------------------- */
+/* ---- files.c, files_meta.c ---------------------------------------------------- */
 
 sg_file_read_fn docker_file_read;
 sg_file_read_at_fn docker_file_read_at;

@@ -21,6 +21,10 @@ enum {
 	DOCKER_X_NOTDIR = 25
 };
 
+/* A script's first line when $1 may be a dangling link: exit
+ * DOCKER_X_NOENT (24) unless $1 exists or is a link. */
+#define DOCKER_SH_NOENT_UNLESS_LINK "if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
+
 /* Makes path absolute (relative ones are under m's workspace) and drops
  * trailing slashes, into the caller's out[DOCKER_PATH_MAX].  Returns 0, or
  * -1 with err (SG_E_INVAL: empty, or longer than DOCKER_PATH_MAX - 1). */

@@ -208,8 +208,17 @@ out:
 
 /* lstat of $1: raw mode (hex, with type bits), size, mtime, uid, gid. */
 static const char docker_stat_sh[] =
-	"if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
+	DOCKER_SH_NOENT_UNLESS_LINK
 	"exec stat -c '%f %s %Y %u %g' -- \"$1\"\n";
+
+/* Removes $1 (a directory only when $2 is 1, else DOCKER_X_ISDIR). */
+static const char docker_remove_sh[] =
+	DOCKER_SH_NOENT_UNLESS_LINK
+	"if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then\n"
+	"  [ \"$2\" = 1 ] || exit 21\n"
+	"  exec rm -rf -- \"$1\"\n"
+	"fi\n"
+	"exec rm -f -- \"$1\"\n";
 
 static int docker_type_of(unsigned long raw)
 {
@@ -274,14 +283,6 @@ out:
 	docker_res_free(ctx, &res);
 	return rc;
 }
-
-static const char docker_remove_sh[] =
-	"if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then exit 24; fi\n"
-	"if [ -d \"$1\" ] && [ ! -L \"$1\" ]; then\n"
-	"  [ \"$2\" = 1 ] || exit 21\n"
-	"  exec rm -rf -- \"$1\"\n"
-	"fi\n"
-	"exec rm -f -- \"$1\"\n";
 
 /* rm -f, or rm -rf when recursive; a missing path is SG_E_NOTFOUND so a
  * mistyped path does not pass silently. */

@@ -451,6 +451,33 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 			       docker_sh(r, "/bin/sh"));
 }
 
+/* The stream ended but the engine gives no exit status: not a result.
+ * Either the container stopped under the command (docker drops a stopped
+ * container's exec instances, so inspect answers 404) or the engine died or
+ * restarted; the container's own state tells which.  Returns -1. */
+static int docker_no_status(struct docker_ctx *ctx, const char *cid,
+			    const struct docker_run *r, struct sg_err *err)
+{
+	json_t *info = NULL;
+	struct sg_err e;
+	bool gone, running = true;
+
+	gone = docker_container_inspect(ctx, cid, &info, &e) < 0 && e.code == SG_E_NOTFOUND;
+	if (info)
+		running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+	json_decref(info);
+	if (gone)
+		return docker_exec_create_fail(ctx, cid, r, 404, NULL, err);
+	if (!running)
+		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
+				       "container %.12s is not running: it stopped while the command "
+				       "ran (its main process ended, or docker stop)%s", cid,
+				       r->persistent ? "; start it with sandbox_env docker_start" : "");
+	return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the connection to the "
+			       "docker engine broke before the command ended (no exit status): the "
+			       "engine died or restarted; call again once it is back", cid);
+}
+
 /* ---- the read loop ------------------------------------------------------------- */
 
 enum docker_stop { DOCKER_RUNNING = 0, DOCKER_TIMED_OUT, DOCKER_CANCELLED };
@@ -604,11 +631,7 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	code = docker_exec_wait(ctx, eid);
 	res->exit_code = code;
 	if (code < 0 && stop == DOCKER_RUNNING) {
-		/* The stream ended but the engine gives no exit status: it died
-		 * or restarted under the command, which is not a result. */
-		ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the connection to the docker "
-				"engine broke before the command ended (no exit status): the engine died "
-				"or restarted; call again once it is back", cid);
+		docker_no_status(ctx, cid, r, err);
 		goto out;
 	}
 	if (r->group && code >= 0)

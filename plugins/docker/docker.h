@@ -295,6 +295,11 @@ json_t *docker_create_body(struct docker_ctx *ctx, const struct sg_create_req *r
 /* Makes m's handle; its shell and kind come from the container's labels. */
 int docker_machine_handle(struct docker_ctx *ctx, struct sg_machine *m, const json_t *info,
 			  struct sg_err *err);
+/* Whether container id (borrowed) runs, from its inspect's State.Running,
+ * into *running.  Returns 0, or -1 with err: SG_E_NOTFOUND when docker has
+ * no such container, else the engine's error. */
+int docker_container_running(struct docker_ctx *ctx, const char *id, bool *running,
+			     struct sg_err *err);
 /* POST /containers/{id}/start (304 is success), no checks.  0 or -1. */
 int docker_container_start_raw(struct docker_ctx *ctx, const char *id, struct sg_err *err);
 /* DELETE /containers/{id}?force=1&v=1 (gone is success).  0 or -1. */

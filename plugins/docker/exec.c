@@ -458,15 +458,10 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 static int docker_no_status(struct docker_ctx *ctx, const char *cid,
 			    const struct docker_run *r, struct sg_err *err)
 {
-	json_t *info = NULL;
 	struct sg_err e;
-	bool gone, running = true;
+	bool running = true; /* unknown: the engine does not answer */
 
-	gone = docker_container_inspect(ctx, cid, &info, &e) < 0 && e.code == SG_E_NOTFOUND;
-	if (info)
-		running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
-	json_decref(info);
-	if (gone)
+	if (docker_container_running(ctx, cid, &running, &e) < 0 && e.code == SG_E_NOTFOUND)
 		return docker_exec_create_fail(ctx, cid, r, 404, NULL, err);
 	if (!running)
 		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,

@@ -284,6 +284,18 @@ out:
 	return rc;
 }
 
+int docker_container_running(struct docker_ctx *ctx, const char *id, bool *running,
+			     struct sg_err *err)
+{
+	json_t *info = NULL;
+
+	if (docker_container_inspect(ctx, id, &info, err) < 0)
+		return -1;
+	*running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+	json_decref(info);
+	return 0;
+}
+
 int docker_container_start_raw(struct docker_ctx *ctx, const char *id, struct sg_err *err)
 {
 	char path[DOCKER_ID_MAX + 32];

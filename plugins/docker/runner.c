@@ -338,14 +338,10 @@ static void runner_shorten(char *msg)
 /* Whether container id runs (inspect says so). */
 static bool runner_running(struct docker_ctx *ctx, const char *id)
 {
-	json_t *info = NULL;
 	struct sg_err e;
-	bool running;
+	bool running = true; /* unknown: let the start say what is wrong */
 
-	if (docker_container_inspect(ctx, id, &info, &e) < 0)
-		return true; /* let the start say what is wrong */
-	running = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
-	json_decref(info);
+	docker_container_running(ctx, id, &running, &e);
 	return running;
 }
 

@@ -2,7 +2,8 @@
  * The insides of a persistent shell, shared by its files: shell.c (the
  * registry, the process, results), reader.c (the thread that reads the
  * stream), inband.c and statusfd.c (the two ways of seeing a command end:
- * nonce markers in the output, or lines on the status channel).  Only
+ * nonce markers in the output, or lines on the status channel), interrupt.c
+ * (stopping a command, and its background jobs when the shell goes).  Only
  * core/shell/ includes this header.
  */
 #ifndef SG_CORE_SHELL_INTERNAL_H
@@ -23,6 +24,8 @@
 #define SHELL_CONFIRM_MS   2000     /* wait=false: wait this long for the start */
 #define SHELL_CMD_MAX      (1u << 20)
 #define SHELL_KILL_ROUNDS  5
+#define SHELL_REPORT_GRACE_MS 10000 /* an interrupted bash that is not busy: wait this long */
+#define SHELL_BUSY_TICKS   5        /* CPU an interrupted bash may use, in clock ticks (1/100 s) */
 #define SHELL_SCAN_MAX     8192     /* junk kept while looking for a marker */
 #define SHELL_STATUS_FD    3        /* the shell's completion channel (status_fd mode) */
 #define SHELL_LINE_MAX     256      /* a status line longer than this is junk */
@@ -32,28 +35,6 @@
  * a machine made with `shell`). */
 #define SHELL_LAUNCH \
 	"if command -v bash >/dev/null 2>&1; then exec bash --noprofile --norc; fi; exec \"$0\""
-
-/* Run by a separate one-shot exec: $1 the shell's pid, $2 the job groups to
- * spare, $3 the signal.  USR2 makes the shell return from the sourced command
- * (its trap); then every process group of the shell's children that is not a
- * spared background job gets the signal.  A child in the shell's own group
- * (no job control) is signalled alone. */
-static const char kill_script[] =
-	"bp=$1 keep=\" $2 \" sig=$3\n"
-	"kill -USR2 \"$bp\" 2>/dev/null || exit 0\n"
-	"for d in /proc/[0-9]*; do\n"
-	"  IFS= read -r st < \"$d/stat\" 2>/dev/null || continue\n"
-	"  rest=${st##*\")\"}\n"
-	"  set -- $rest\n"
-	"  [ \"$2\" = \"$bp\" ] || continue\n"
-	"  case $keep in *\" $3 \"*) continue ;; esac\n"
-	"  if [ \"$3\" = \"$bp\" ]; then kill -\"$sig\" \"${d#/proc/}\" 2>/dev/null\n"
-	"  else kill -\"$sig\" \"-$3\" 2>/dev/null; fi\n"
-	"done\n"
-	"exit 0\n";
-
-static const char kill_shell_script[] =
-	"kill -KILL \"-$1\" 2>/dev/null; kill -KILL \"$1\" 2>/dev/null; exit 0\n";
 
 enum sh_state { SH_BOOT, SH_IDLE, SH_RUN, SH_DEAD };
 enum sh_phase { PH_NONE, PH_BOOT, PH_START, PH_JOBS, PH_CMD, PH_DONE };
@@ -114,6 +95,30 @@ const char *sg_sh_find(const struct sg_buf *b, const char *needle);
 size_t sg_sh_prefix_suffix(const struct sg_buf *b, const char *needle);
 /* Keeps only what could still be the start of a needle of needle_len. */
 void sg_sh_scan_keep_tail(struct sg_buf *b, size_t needle_len);
+
+/* Waits out a start in progress and replaces a dead shell (sh->lock held;
+ * it is released and taken again while a new bash starts).  0, or -1 with
+ * err when no shell could be started. */
+int sg_sh_alive_locked(struct sg_shell *sh, struct sg_err *err);
+/* The output since the last delivery and the state, as a result object
+ * (new reference, the caller's); a finished command is acknowledged (the
+ * shell is idle again).  sh->lock held. */
+json_t *sg_sh_snapshot_locked(struct sg_shell *sh);
+/* Waits (sh->lock held) until the command finishes (or, with started, has
+ * begun), the shell dies, deadline (sg_now_ms() clock) passes or call (may
+ * be NULL) is cancelled.  1 when the condition holds, 0 at the deadline,
+ * -1 when cancelled. */
+int sg_sh_wait_locked(struct sg_shell *sh, int64_t deadline, struct sg_call *call, bool started);
+
+/* ---- interrupt.c ---- */
+
+/* Stops the running command (see interrupt.c); *replaced (may be NULL) is
+ * set when bash itself had to be killed and is now SH_DEAD.  sh->lock not
+ * held. */
+void sg_sh_interrupt_command(struct sg_shell *sh, bool *replaced);
+/* Sends sig ("TERM", "KILL") to the process groups of bash pid's children
+ * but the groups listed in keep (space-separated); failures are logged. */
+void sg_sh_kill_jobs(struct sg_shell *sh, long pid, const char *keep, const char *sig);
 
 /* ---- the reader (reader.c, inband.c, statusfd.c); sh->lock held for the feeds ---- */
 

@@ -295,7 +295,7 @@ static int shell_restart(struct sg_shell *sh, struct sg_err *err)
 
 /* Waits out a start in progress and replaces a dead shell.  Called and
  * returns with the lock held. */
-static int shell_alive_locked(struct sg_shell *sh, struct sg_err *err)
+int sg_sh_alive_locked(struct sg_shell *sh, struct sg_err *err)
 {
 	while (sh->state == SH_BOOT)
 		sg_sh_cond_wait_ms(sh, 200);
@@ -312,32 +312,6 @@ static int shell_alive_locked(struct sg_shell *sh, struct sg_err *err)
 	pthread_mutex_lock(&sh->lock);
 	pthread_cond_broadcast(&sh->cond);
 	return 0;
-}
-
-/* Runs a fixed script with a one-shot exec: never through the shell, which
- * is the thing that may be stuck. */
-static int run_script(struct sg_shell *sh, const char *script, const char *a1, const char *a2,
-		      const char *a3, struct sg_err *err)
-{
-	const char *argv[] = { "/bin/sh", "-c", script, "sandgate-shell", a1, a2, a3, NULL };
-	struct sg_exec_req req = { .argv = argv, .cwd = "/", .timeout_ms = 15000,
-				   .output_cap = 4096 };
-	struct sg_exec_result res = { 0 };
-	int rc = sg_m_exec(sh->e, &req, NULL, &res, err);
-
-	sg_buf_release(&res.out);
-	sg_buf_release(&res.err);
-	return rc;
-}
-
-static void kill_jobs(struct sg_shell *sh, long pid, const char *keep, const char *sig)
-{
-	char spid[24];
-	struct sg_err err;
-
-	snprintf(spid, sizeof(spid), "%ld", pid);
-	if (pid > 1 && run_script(sh, kill_script, spid, keep, sig, &err) < 0)
-		SG_WARN("shell %s: interrupting failed: %s", sh->id, err.msg);
 }
 
 /* ---- registry ------------------------------------------------------------------- */
@@ -550,7 +524,7 @@ static const char *state_name(const struct sg_shell *sh)
 
 /* The output since the last delivery and the state; a finished command is
  * acknowledged (the shell is idle again).  Called with the lock held. */
-static json_t *snapshot_locked(struct sg_shell *sh)
+json_t *sg_sh_snapshot_locked(struct sg_shell *sh)
 {
 	json_t *r = json_object(), *exit_code = json_null();
 	const char *status;
@@ -649,7 +623,7 @@ static void one_line(char *dst, size_t size, const char *cmd)
 /* Waits until the command finishes (or, with started, has begun), the shell
  * dies, the deadline passes or the call is cancelled.  Lock held.  Returns
  * 1 when the condition holds, 0 at the deadline, -1 when cancelled. */
-static int wait_locked(struct sg_shell *sh, int64_t deadline, struct sg_call *call, bool started)
+int sg_sh_wait_locked(struct sg_shell *sh, int64_t deadline, struct sg_call *call, bool started)
 {
 	for (;;) {
 		int64_t left = deadline - sg_now_ms();
@@ -677,7 +651,7 @@ static int begin_locked(struct sg_shell *sh, const struct sg_shell_exec *req, js
 			       "sandbox_env shell_new",
 			       sh->id, sh->last_command, (long long)((now - sh->cmd_started_ms) / 1000), sh->id);
 	if (sh->state == SH_RUN)
-		*unread = snapshot_locked(sh); /* finished, never read: hand it over */
+		*unread = sg_sh_snapshot_locked(sh); /* finished, never read: hand it over */
 	sh->max_output = req->max_output;
 	sg_ht_reset(&sh->out, req->max_output);
 	sh->scan.len = 0;
@@ -690,8 +664,6 @@ static int begin_locked(struct sg_shell *sh, const struct sg_shell_exec *req, js
 	one_line(sh->last_command, sizeof(sh->last_command), req->command);
 	return 0;
 }
-
-static void interrupt_command(struct sg_shell *sh, bool *replaced);
 
 int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct sg_call *call,
 		  json_t **result, struct sg_err *err)
@@ -706,7 +678,7 @@ int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct s
 			       strlen(req->command), SHELL_CMD_MAX);
 	for (int attempt = 0;; attempt++) {
 		pthread_mutex_lock(&sh->lock);
-		if (shell_alive_locked(sh, err) < 0 || begin_locked(sh, req, &unread, err) < 0) {
+		if (sg_sh_alive_locked(sh, err) < 0 || begin_locked(sh, req, &unread, err) < 0) {
 			pthread_mutex_unlock(&sh->lock);
 			json_decref(unread);
 			return -1;
@@ -731,16 +703,16 @@ int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct s
 		}
 	}
 	pthread_mutex_lock(&sh->lock);
-	w = wait_locked(sh, sg_now_ms() + (req->wait ? (int64_t)req->timeout_ms : SHELL_CONFIRM_MS),
+	w = sg_sh_wait_locked(sh, sg_now_ms() + (req->wait ? (int64_t)req->timeout_ms : SHELL_CONFIRM_MS),
 			call, !req->wait);
 	if (w < 0) {
 		pthread_mutex_unlock(&sh->lock);
 		json_decref(unread);
-		interrupt_command(sh, NULL);
+		sg_sh_interrupt_command(sh, NULL);
 		return sg_errf(err, SG_E_CANCELLED, "cancelled: the command was interrupted");
 	}
 	if (req->wait) {
-		*result = snapshot_locked(sh);
+		*result = sg_sh_snapshot_locked(sh);
 	} else {
 		*result = json_pack("{s:s, s:b, s:s, s:I}", "status",
 				    sh->state == SH_DEAD ? "terminated" : "running", "confirmed", w > 0 &&
@@ -765,96 +737,8 @@ int sg_shell_read(struct sg_shell *sh, size_t max_output, json_t **result, struc
 		sg_sh_cond_wait_ms(sh, 200);
 	if (max_output && sh->state != SH_RUN)
 		sh->max_output = max_output;
-	*result = snapshot_locked(sh);
+	*result = sg_sh_snapshot_locked(sh);
 	pthread_mutex_unlock(&sh->lock);
-	return 0;
-}
-
-/* Signals the command's process groups round by round (TERM, then KILL);
- * a shell that still does not come back is killed and replaced. */
-static void interrupt_command(struct sg_shell *sh, bool *replaced)
-{
-	char jobs[sizeof(sh->jobs)];
-	long pid;
-	bool done = false;
-	struct sg_err err;
-
-	if (replaced)
-		*replaced = false;
-	pthread_mutex_lock(&sh->lock);
-	/* The job list arrives right after the start. */
-	wait_locked(sh, sg_now_ms() + 1000, NULL, true);
-	pid = sh->bash_pid;
-	memcpy(jobs, sh->jobs, sizeof(jobs));
-	done = sh->completed || sh->state != SH_RUN;
-	pthread_mutex_unlock(&sh->lock);
-	for (int round = 0; !done && round < SHELL_KILL_ROUNDS; round++) {
-		kill_jobs(sh, pid, jobs, round < 2 ? "TERM" : "KILL");
-		pthread_mutex_lock(&sh->lock);
-		done = wait_locked(sh, sg_now_ms() + (round == 0 ? 1000 : 500), NULL, false) > 0;
-		pthread_mutex_unlock(&sh->lock);
-	}
-	if (done)
-		return;
-	/* The command runs inside bash itself and ignores the trap. */
-	pthread_mutex_lock(&sh->lock);
-	sh->killing = true;
-	pthread_mutex_unlock(&sh->lock);
-	{
-		char spid[24];
-
-		snprintf(spid, sizeof(spid), "%ld", pid);
-		if (run_script(sh, kill_shell_script, spid, "", "", &err) < 0)
-			SG_WARN("shell %s: killing bash failed: %s", sh->id, err.msg);
-	}
-	pthread_mutex_lock(&sh->lock);
-	wait_locked(sh, sg_now_ms() + 5000, NULL, false);
-	if (sh->state != SH_DEAD) {
-		snprintf(sh->dead_reason, sizeof(sh->dead_reason), "interrupted");
-		sh->state = SH_DEAD;
-	}
-	pthread_mutex_unlock(&sh->lock);
-	if (replaced)
-		*replaced = true;
-}
-
-int sg_shell_interrupt(struct sg_shell *sh, json_t **result, struct sg_err *err)
-{
-	bool running, replaced = false;
-	json_t *r;
-
-	pthread_mutex_lock(&sh->lock);
-	while (sh->state == SH_BOOT)
-		sg_sh_cond_wait_ms(sh, 200);
-	running = sh->state == SH_RUN && !sh->completed;
-	pthread_mutex_unlock(&sh->lock);
-	if (running)
-		interrupt_command(sh, &replaced);
-	pthread_mutex_lock(&sh->lock);
-	r = snapshot_locked(sh);
-	pthread_mutex_unlock(&sh->lock);
-	json_object_set_new(r, "interrupted", json_boolean(running));
-	if (!running)
-		json_object_set_new(r, "note", json_string("no command was running"));
-	if (replaced) {
-		/* The old output is in r; now the new bash. */
-		pthread_mutex_lock(&sh->lock);
-		if (shell_alive_locked(sh, err) < 0) {
-			pthread_mutex_unlock(&sh->lock);
-			json_decref(r);
-			return -1;
-		}
-		json_object_set_new(r, "bash_pid", json_integer(sh->bash_pid));
-		json_object_set_new(r, "status", json_string("completed"));
-		json_object_del(r, "hint");
-		json_object_set_new(r, "shell_replaced", json_true());
-		if (sh->previous) {
-			json_object_set_new(r, "previous_shell", sh->previous);
-			sh->previous = NULL;
-		}
-		pthread_mutex_unlock(&sh->lock);
-	}
-	*result = r;
 	return 0;
 }
 
@@ -872,7 +756,7 @@ int sg_shell_remove(struct sg_shell *sh, struct sg_err *err)
 	pthread_mutex_unlock(&sh->lock);
 	/* Background jobs too: nothing the shell started outlives it. */
 	if (alive)
-		kill_jobs(sh, pid, "", "KILL");
+		sg_sh_kill_jobs(sh, pid, "", "KILL");
 	shell_close(sh);
 	sg_shell_put(sh);
 	return 0;

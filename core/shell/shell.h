@@ -25,7 +25,8 @@
  *    interrupt signals bash (a USR2 trap returns from the sourced file) and
  *    kills the groups the command made, through a separate one-shot exec.
  *    A command that will not stop (a builtin loop that ignores the trap)
- *    costs the shell: it is replaced and previous_shell says so.
+ *    costs the shell: it is replaced and previous_shell says so; a bash
+ *    that is idle but has not reported yet is waited for (interrupt.c).
  *  - A reader thread drains the stream all the time into a head and a tail
  *    buffer, so a command never blocks on output nobody reads yet.
  */

@@ -181,6 +181,27 @@ async function body(srv, be, mode) {
   const after = await run('echo alive');
   t.hasFields(after, { output: 'alive\n', bash_pid: pid }, 'the shell answers the next command (same bash)');
 
+  // a bash that is slow to report (stopped here from outside, as a loaded
+  // machine leaves a process unscheduled) is waited for, not replaced: only
+  // a busy bash costs the shell.  It is let go 5 s in, after every round of
+  // signals has been sent.
+  const tag2 = String(100000 + Math.floor(Math.random() * 899999));
+  await run(`sleep 300.${tag2}`, { wait: false });
+  const stop = await srv.tool('run_command', { command: `kill -STOP ${pid}`, sandbox_id: sid });
+  t.is(stop.exit_code, 0, 'bash is stopped from outside');
+  const cont = srv.tool('run_command', { command: `sleep 5; kill -CONT ${pid}`, sandbox_id: sid });
+  const t6 = Date.now();
+  const held = await srv.tool('sandbox_env', { action: 'shell_interrupt', params: { shell_id: shell } });
+  const heldMs = Date.now() - t6;
+  t.is((await cont).exit_code, 0, 'bash is let go from outside');
+  t.hasFields(held, { interrupted: true, status: 'completed', bash_pid: pid },
+    'an interrupted bash that is held up is waited for: completed, same bash');
+  t.is(held.shell_replaced, undefined, '... and not replaced');
+  t.cmp(heldMs, '>=', 3500, `... the interrupt waited until it was let go (${heldMs} ms)`);
+  t.ok(!(await waitFor(async () => !(await ps(sid)).includes(`sleep 300.${tag2}`), 3000) === false),
+    '... no sleep 300 is left behind', { ps: await ps(sid) });
+  t.hasFields(await run('echo alive'), { output: 'alive\n', bash_pid: pid }, '... and the same bash answers the next command');
+
   // a builtin loop runs inside bash itself
   await run('while :; do :; done', { wait: false });
   const loop = await srv.tool('sandbox_env', { action: 'shell_interrupt', params: { shell_id: shell } });

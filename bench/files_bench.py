@@ -103,8 +103,11 @@ def main():
             pw = timed(lambda: subprocess.run(["docker", "exec", "-i", fctr, "sh", "-c", "cat > /tmp/big"],
                                               input=data, capture_output=True, check=True))
             got = {}
+            # limit = the size: the whole file in one result (without it,
+            # read_file returns the first page only)
             r = timed(lambda: got.update(fast.tool("read_file", {"path": "/workspace/big.bin",
-                                                                 "encoding": "base64", "sandbox_id": fctr})))
+                                                                 "encoding": "base64", "limit": len(data),
+                                                                 "sandbox_id": fctr})))
             out = {}
             pr = timed(lambda: out.update(o=subprocess.run(["docker", "exec", fctr, "cat", "/tmp/big"],
                                                            capture_output=True, check=True).stdout))

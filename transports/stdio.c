@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/base/conf.h"
+#include "core/protocol/dump.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/base/log.h"
 #include "core/server/exec.h"
@@ -64,10 +65,72 @@ static void stdio_send(void *ctx, struct sg_call *call, const char *data, size_t
 	pthread_mutex_unlock(&out_lock);
 }
 
+/* A message is written through this buffer (out_lock held): one that fits
+ * goes out with its newline in one writev, so the client is woken once; a
+ * larger one in pieces as it is dumped, never held whole. */
+#define OUT_CHUNK (256 * 1024)
+static char out_buf[OUT_CHUNK];
+static size_t out_len;
+static bool out_flushed;    /* part of the current message is out */
+
+static void write_all(const char *p, size_t n)
+{
+	while (n && !out_broken) {
+		ssize_t w = write(STDOUT_FILENO, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			out_broken = true;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static int out_piece(const char *p, size_t n, void *ud)
+{
+	(void)ud;
+	if (out_len + n > OUT_CHUNK) {
+		write_all(out_buf, out_len);
+		out_len = 0;
+		out_flushed = true;
+		if (n >= OUT_CHUNK) {
+			write_all(p, n);
+			return out_broken ? -1 : 0;
+		}
+	}
+	memcpy(out_buf + out_len, p, n);
+	out_len += n;
+	return out_broken ? -1 : 0;
+}
+
+static void stdio_send_json(void *ctx, struct sg_call *call, const json_t *msg, bool final)
+{
+	(void)ctx;
+	(void)call;
+	(void)final;
+	pthread_mutex_lock(&out_lock);
+	out_len = 0;
+	out_flushed = false;
+	if (sg_msg_dump(msg, out_piece, NULL) == 0) {
+		write_line(out_buf, out_len);
+	} else if (!out_broken && !out_flushed) {
+		/* jansson refused a value: nothing is out yet, so say so instead */
+		SG_ERROR("stdio: a reply could not be serialised; sent an internal error instead");
+		write_line(SG_RPC_CANNOT_SERIALISE, strlen(SG_RPC_CANNOT_SERIALISE));
+	} else if (!out_broken) {
+		write_line(out_buf, out_len); /* ends the broken line: the next one parses */
+		SG_ERROR("stdio: a reply could not be serialised after part of it was written");
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
 static bool stdio_handoff(void *ctx);
 
 static const struct sg_transport_ops stdio_ops = {
-	.name = "stdio", .send = stdio_send, .handoff = stdio_handoff,
+	.name = "stdio", .send = stdio_send, .send_json = stdio_send_json, .handoff = stdio_handoff,
 };
 
 /* Reading is a role that passes between threads (leader/follower).  The

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/base/buf.h"
+#include "core/protocol/dump.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/protocol/jskip.h"
 #include "core/base/util.h"
@@ -156,10 +157,17 @@ char *sg_json_dump(const json_t *j, size_t flags, size_t *len)
 
 char *sg_rpc_dump(const json_t *msg, size_t *len)
 {
-	char *s = sg_json_dump(msg, JSON_COMPACT, len);
+	struct sg_buf b = { 0 };
+	char *s = NULL;
 
+	if (sg_msg_dump(msg, dump_cb, &b) == 0 && b.data) {
+		s = b.data;
+		*len = b.len;
+	} else {
+		sg_buf_release(&b);
+	}
 	if (!s) {
-		s = sg_xstrdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"cannot serialise the reply\"}}");
+		s = sg_xstrdup(SG_RPC_CANNOT_SERIALISE);
 		*len = strlen(s);
 	}
 	return s;

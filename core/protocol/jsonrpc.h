@@ -57,8 +57,14 @@ json_t *sg_rpc_error(json_t *id, int code, const char *message, json_t *data);
 json_t *sg_rpc_notification(const char *method, json_t *params);
 
 /* Compact one-line serialisation (no raw newline can appear: JSON escapes
- * it).  Returns a malloc'd string and its length; caller frees. */
+ * it), with sg_msg_dump()'s placeholders replaced (core/protocol/dump.h).
+ * Returns a malloc'd string and its length; caller frees.  A message
+ * jansson refuses becomes an internal error with id null. */
 char *sg_rpc_dump(const json_t *msg, size_t *len);
+
+/* What is sent instead of a message jansson refuses to serialise. */
+#define SG_RPC_CANNOT_SERIALISE \
+	"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"cannot serialise the reply\"}}"
 
 /* json_dumps() for large values: the text grows in one buffer by realloc
  * (glibc moves a large block by remapping it, not copying), where jansson's

@@ -135,8 +135,14 @@ void sg_session_hurry(struct sg_session *s)
 void sg_session_send(struct sg_session *s, struct sg_call *call, json_t *msg, bool final)
 {
 	size_t len;
-	char *data = sg_rpc_dump(msg, &len);
+	char *data;
 
+	if (s->ops->send_json) {
+		s->ops->send_json(s->ctx, call, msg, final);
+		json_decref(msg);
+		return;
+	}
+	data = sg_rpc_dump(msg, &len);
 	s->ops->send(s->ctx, call, data, len, final);
 	/* Freed after the send: the message is on its way meanwhile. */
 	free(data);

@@ -25,6 +25,11 @@ struct sg_transport_ops {
 	 * is true for the response that ends the call.  Thread-safe. */
 	void (*send)(void *ctx, struct sg_call *call, const char *data, size_t len,
 		     bool final);
+	/* Optional: sends one message (borrowed) by writing it out itself
+	 * with sg_msg_dump() (core/protocol/dump.h), so the whole text is
+	 * never held; used instead of send when set.  Same arguments and
+	 * guarantees otherwise. */
+	void (*send_json)(void *ctx, struct sg_call *call, const json_t *msg, bool final);
 	/* Optional: nothing will be sent for `call` after all (a cancelled
 	 * request gets no response, MCP basic/utilities/cancellation), so a
 	 * transport waiting for its final response can stop waiting. */

@@ -15,6 +15,7 @@
 #include "core/registry/provision.h"
 #include "core/protocol/session.h"
 #include "core/protocol/bulk.h"
+#include "core/protocol/dump.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/registry/redact.h"
 #include "core/tools/cut.h"
@@ -251,12 +252,6 @@ static json_t *text_block(const char *text)
 	return json_pack("{s:s, s:s}", "type", "text", "text", text);
 }
 
-/* text: len bytes of valid UTF-8 (jansson's own output), copied once. */
-static json_t *text_block_n(const char *text, size_t len)
-{
-	return json_pack("{s:s, s:o}", "type", "text", "text", json_stringn_nocheck(text, len));
-}
-
 /* Slack over the budget for the markers of a field a tool cut itself. */
 #define CUT_SLACK 4096
 #define CUT_FIELDS_MAX 16
@@ -298,8 +293,6 @@ static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json
 	json_t *result = NULL, *content, *extra;
 	json_t *empty = NULL;
 	struct sg_err err;
-	char *text;
-	size_t len = 0;
 
 	sg_err_clear(&err);
 	if (!args)
@@ -324,10 +317,11 @@ static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json
 		json_decref(result);
 		return json_pack("{s:o}", "content", extra);
 	}
-	text = sg_json_dump(result, JSON_COMPACT, &len);
+	/* The text is written from structuredContent as the reply goes out
+	 * (core/protocol/dump.h): never held apart from it. */
 	content = json_array();
-	json_array_append_new(content, text ? text_block_n(text, len) : text_block("{}"));
-	free(text);
+	json_array_append_new(content, json_pack("{s:s, s:o}", "type", "text", "text",
+						 sg_text_of_structured()));
 	if (json_is_array(extra))
 		json_array_extend(content, extra);
 	json_decref(extra);

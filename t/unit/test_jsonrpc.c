@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "core/protocol/dump.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/server/exec.h"
 #include "core/server/mcp.h"
@@ -285,6 +286,116 @@ static void test_builders_and_dump(void **state)
 	free(text);
 	json_decref(msg);
 	json_decref(id);
+}
+
+/* A tool result as sg_tool_call() makes it: the text block's text is the
+ * placeholder for structured's JSON text.  structured is stolen. */
+static json_t *result_of(json_t *structured)
+{
+	return json_pack("{s:[{s:s, s:o}, {s:s, s:s}], s:o}", "content", "type", "text", "text",
+			 sg_text_of_structured(), "type", "text", "text", "second \"block\"",
+			 "structuredContent", structured);
+}
+
+/* The same with the text made up front, as json_dumps() writes it. */
+static json_t *result_made(json_t *structured)
+{
+	char *text = json_dumps(structured, JSON_COMPACT);
+	json_t *r = json_pack("{s:[{s:s, s:s}, {s:s, s:s}], s:o}", "content", "type", "text", "text",
+			      text, "type", "text", "text", "second \"block\"", "structuredContent",
+			      structured);
+
+	free(text);
+	return r;
+}
+
+/* Counts the pieces; stops after `stop` of them when stop > 0. */
+struct pieces {
+	int n, stop;
+	size_t bytes;
+};
+
+static int count_piece(const char *p, size_t n, void *ud)
+{
+	struct pieces *c = ud;
+
+	(void)p;
+	assert_true(n > 0);
+	c->bytes += n;
+	return ++c->n == c->stop ? -1 : 0;
+}
+
+/* sg_msg_dump() writes the placeholder as the JSON text of the
+ * structuredContent beside it, byte for byte what json_dumps() writes for
+ * the text made up front: quotes, backslashes, escapes, non-ASCII, nested
+ * values, an empty object, in a response and in a batch of them. */
+static void test_text_of_structured(void **state)
+{
+	const char *specs[] = {
+		"{}",
+		"{\"a\":1}",
+		"{\"q\":\"say \\\"hi\\\" \\\\ back\\\\slash\",\"ctl\":\"\\n\\t\\u0001\\u001f\"}",
+		"{\"u\":\"\u00fc \u2028 \u00e9t\u00e9 / </script>\",\"n\":null,\"b\":[true,false,1.5,-3]}",
+		"{\"deep\":{\"a\":[{\"b\":{\"c\":[\"\\\"\"]}}]},\"e\":{},\"f\":[]}",
+	};
+	json_t *id = json_integer(7);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		json_t *s = json_loads(specs[i], 0, NULL);
+		json_t *lazy, *made, *lb, *mb;
+		char *got, *want;
+		size_t len;
+
+		assert_non_null(s);
+		lazy = sg_rpc_result(id, result_of(json_deep_copy(s)));
+		made = sg_rpc_result(id, result_made(json_deep_copy(s)));
+		got = sg_rpc_dump(lazy, &len);
+		want = json_dumps(made, JSON_COMPACT);
+		assert_string_equal(got, want);
+		assert_int_equal(len, strlen(want));
+		free(got);
+		free(want);
+		lb = json_pack("[o, O, o]", lazy, made, sg_rpc_result(id, result_of(json_deep_copy(s))));
+		mb = json_pack("[O, o, o]", made, made, sg_rpc_result(id, result_made(json_deep_copy(s))));
+		got = sg_rpc_dump(lb, &len);
+		want = json_dumps(mb, JSON_COMPACT);
+		assert_string_equal(got, want);
+		free(got);
+		free(want);
+		json_decref(lb);
+		json_decref(mb);
+		json_decref(s);
+	}
+	json_decref(id);
+}
+
+/* The pieces: a large text goes out in more than one, each non-empty, all
+ * of it; a writer that stops the dump stops it (-1). */
+static void test_dump_pieces(void **state)
+{
+	json_t *big = json_object(), *msg;
+	struct pieces c = { 0 };
+	char *whole;
+	size_t len;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "k%d", i);
+		json_object_set_new(big, k, json_string("value with a \" quote"));
+	}
+	msg = sg_rpc_result(json_null(), result_of(big));
+	whole = sg_rpc_dump(msg, &len);
+	assert_int_equal(sg_msg_dump(msg, count_piece, &c), 0);
+	assert_true(c.n > 1);
+	assert_int_equal(c.bytes, len);
+	c = (struct pieces){ .stop = 3 };
+	assert_int_equal(sg_msg_dump(msg, count_piece, &c), -1);
+	assert_int_equal(c.n, 3);
+	free(whole);
+	json_decref(msg);
 }
 
 /* The id of a message from its first bytes only (stdio: a line over
@@ -741,6 +852,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_builders_and_dump),
+		cmocka_unit_test(test_text_of_structured),
+		cmocka_unit_test(test_dump_pieces),
 		cmocka_unit_test(test_peek_id),
 		T(test_ids_echoed),
 		T(test_bad_ids),

@@ -602,7 +602,9 @@ json_t *sg_plugin_probe_all(unsigned timeout_ms)
 	return arr;
 }
 
-#define DEFAULT_PROBE_MS 2000
+/* Long enough for an engine that is only slow (a loaded machine): the
+ * choice holds for the process. */
+#define DEFAULT_PROBE_MS 5000
 
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool default_done;

@@ -27,7 +27,8 @@
  * control) is signalled alone.  Last it prints what it saw of bash: "view
  * STATE TICKS PROCS", bash's state letter and CPU time (utime + stime,
  * fields 14 and 15 of /proc/PID/stat, in clock ticks), and how many live
- * children it had (a zombie is not waited on by anyone but bash). */
+ * children it had (a zombie waits only for bash; a child in D, in the
+ * kernel, waits for its I/O, and KILL takes it when that ends). */
 static const char kill_script[] =
 	"bp=$1 keep=\" $2 \" sig=$3 n=0\n"
 	"kill -USR2 \"$bp\" 2>/dev/null || exit 0\n"
@@ -37,7 +38,7 @@ static const char kill_script[] =
 	"  set -- $rest\n"
 	"  [ \"$2\" = \"$bp\" ] || continue\n"
 	"  case $keep in *\" $3 \"*) continue ;; esac\n"
-	"  [ \"$1\" = Z ] || n=$((n + 1))\n"
+	"  case $1 in Z|D) ;; *) n=$((n + 1)) ;; esac\n"
 	"  if [ \"$3\" = \"$bp\" ]; then kill -\"$sig\" \"${d#/proc/}\" 2>/dev/null\n"
 	"  else kill -\"$sig\" \"-$3\" 2>/dev/null; fi\n"
 	"done\n"
@@ -158,8 +159,9 @@ void sg_sh_interrupt_command(struct sg_shell *sh, bool *replaced)
 	if (replaced)
 		*replaced = false;
 	pthread_mutex_lock(&sh->lock);
-	/* The job list arrives right after the start. */
-	sg_sh_wait_locked(sh, sg_now_ms() + 1000, NULL, true);
+	/* The job list arrives right after the start; without it every
+	 * background job would be signalled too.  Slow only on a slow machine. */
+	sg_sh_wait_locked(sh, sg_now_ms() + SHELL_REPORT_GRACE_MS, NULL, true);
 	pid = sh->bash_pid;
 	memcpy(jobs, sh->jobs, sizeof(jobs));
 	done = sh->completed || sh->state != SH_RUN;

@@ -5,15 +5,16 @@ import { t, preflight, sdkClient, containerOf, containersOfServer, waitFor, slee
 t.run(async () => {
   await preflight();
   const a = await sdkClient([], {}, { name: 'first sandgate' });
-  // 5 s: long enough that the first sandgate's own reaper does not take s1
-  // while s2 is made on a loaded machine (1.5 s seen), before the kill.
-  const s1 = await a.tool('create_sandbox', { timeout: 5 });
-  const s2 = await a.tool('create_sandbox', { timeout: 5 });
+  // 15 s: long enough that the first sandgate's own reaper does not take s1
+  // while s2 is made on a loaded machine (1.5 s seen, ASan beside other
+  // tests slower still), before the kill.
+  const s1 = await a.tool('create_sandbox', { timeout: 15 });
+  const s2 = await a.tool('create_sandbox', { timeout: 15 });
   const lazy = await a.tool('run_command', { command: 'true' }); // the default is s2 here
   t.is(lazy.sandbox_id, s2.sandbox_id, 'the last created sandbox is the default');
   await a.kill('SIGKILL');
   t.is((await containersOfServer(a.pid)).length, 2, 'two sandboxes are left by the killed sandgate');
-  await sleep(6000); // their 5 s lifetime passes while no sandgate runs
+  await sleep(16000); // their 15 s lifetime passes while no sandgate runs
 
   const t0 = Date.now();
   const b = await sdkClient([], {}, { name: 'restarted sandgate' });

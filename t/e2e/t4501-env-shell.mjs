@@ -174,7 +174,9 @@ async function body(srv, be, mode) {
   t.hasFields(bg, { status: 'running', confirmed: true }, 'wait=false: running and confirmed');
   const t4 = Date.now();
   const intr = await srv.tool('sandbox_env', { action: 'shell_interrupt', params: { shell_id: shell } });
-  t.cmp(Date.now() - t4, '<', 5000, `shell_interrupt returns promptly (${Date.now() - t4} ms)`);
+  // promptly: at once here; a bash slow to report on a loaded machine is
+  // waited for (up to 10 s after the 3.5 s of signal rounds), not replaced
+  t.cmp(Date.now() - t4, '<', 15000, `shell_interrupt returns in time (${Date.now() - t4} ms)`);
   t.is(intr.interrupted, true, 'shell_interrupt: interrupted');
   t.ok(!(await waitFor(async () => !(await ps(sid)).includes(`sleep 300.${tag}`), 3000) === false),
     'no sleep 300 is left behind', { ps: await ps(sid) });

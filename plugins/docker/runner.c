@@ -319,6 +319,8 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 	snprintf(name, sizeof(name), "container %s", cid);
 	o.name = name;
 	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
+	if (rc == -2)
+		ctx->host->errf(err, SG_E_TIMEOUT, "%s", why);
 out:
 	ctx->host->buf_release(&early);
 	json_decref(start);
@@ -348,7 +350,8 @@ static bool runner_running(struct docker_ctx *ctx, const char *id)
 /* The start op: tries each directory in turn.  SG_E_NOTSUP when the runner
  * cannot run in this container (the site falls back to plain docker exec),
  * SG_E_GONE when the container itself is gone, SG_E_UNAVAILABLE when a
- * named machine's is stopped (it starts again with the machine). */
+ * named machine's is stopped (it starts again with the machine),
+ * SG_E_TIMEOUT when a step did not finish in time (a slow engine). */
 static int runner_start(void *ud, const char *arg, struct rn_conn **out, char *rpath,
 			size_t rsize, struct sg_err *err)
 {
@@ -380,6 +383,9 @@ static int runner_start(void *ud, const char *arg, struct rn_conn **out, char *r
 next:
 		if (e.code == SG_E_GONE || e.code == SG_E_UNAVAILABLE)
 			return ctx->host->errf(err, e.code, "%s", e.msg);
+		/* Slow, not impossible: the next call tries again. */
+		if (e.code == SG_E_TIMEOUT)
+			return ctx->host->errf(err, e.code, "%s: %.200s", runner_dirs[i], step);
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s: %.120s",
 			 i ? "; " : "", runner_dirs[i], step);
 		/* Another directory will not help another CPU. */

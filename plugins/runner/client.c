@@ -183,6 +183,8 @@ static void rn_deadline(struct timespec *ts, int ms)
 }
 
 /* Waits for HELLO or death; returns 0 when the runner greeted us. */
+/* 0 on the runner's HELLO, -2 when none came in time and the connection
+ * is still up (a slow start), -1 when it ended. */
 static int rn_wait_hello(struct rn_conn *c, char *why, size_t size)
 {
 	struct timespec until;
@@ -197,7 +199,7 @@ static int rn_wait_hello(struct rn_conn *c, char *why, size_t size)
 	else if (!c->hello)
 		snprintf(why, size, "no HELLO from the runner within %d ms",
 			 c->o.hello_timeout_ms);
-	rc = c->hello && !c->dead ? 0 : -1;
+	rc = c->hello && !c->dead ? 0 : c->dead ? -1 : -2;
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -233,7 +235,7 @@ int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 		 struct rn_conn **out, char *why, size_t size)
 {
 	struct rn_conn *c = rn_conn_new(t, o);
-	int sent;
+	int sent, waited;
 
 	*out = NULL;
 	if (size)
@@ -251,7 +253,8 @@ int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 	}
 	c->reader_started = true;
 	sent = rn_send_hello(c);
-	if (rn_wait_hello(c, why, size) < 0 || sent < 0) {
+	waited = rn_wait_hello(c, why, size);
+	if (waited < 0 || sent < 0) {
 		/* The reader may have failed the connection (a bad HELLO) while
 		 * our HELLO was being sent: its reason is the one that counts. */
 		if (!why[0]) {
@@ -260,7 +263,7 @@ int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 			pthread_mutex_unlock(&c->lock);
 		}
 		rn_conn_close(c);
-		return -1;
+		return sent < 0 ? -1 : waited;
 	}
 	rn_log(c, RN_LOG_DEBUG, "%s: runner %ld (build %s, %s) speaks protocol %u.%u",
 	       c->name, c->h.pid, c->h.build_id, c->h.arch, c->h.major, c->h.minor);

@@ -67,7 +67,9 @@ struct rn_hello {
 
 /* Starts the reader, sends HELLO and waits for the runner's.  The transport
  * is the connection's from here on, also on failure (then shut down and
- * freed).  Returns 0 and the opener's reference in *out, or -1 with why. */
+ * freed).  Returns 0 and the opener's reference in *out; -2 with why when
+ * no HELLO came within o->hello_timeout_ms on a connection that was still
+ * up (a slow start: trying again may work); -1 with why otherwise. */
 int rn_conn_open(const struct rn_transport *t, const struct rn_conn_opts *o,
 		 struct rn_conn **out, char *why, size_t size);
 

@@ -59,8 +59,11 @@ struct rnc_ops {
 	 * the runner's path there into path[size] (for status and the log).
 	 * Returns 0 with the opener's reference in *out; -1 with err, where
 	 * SG_E_NOTSUP means it cannot run at this site at all (another CPU,
-	 * noexec everywhere: the site falls back to `plain` for good) and any
-	 * other code fails this call only (the next one tries again). */
+	 * noexec everywhere: the site falls back to `plain` for good),
+	 * SG_E_TIMEOUT that it was too slow to start (a loaded machine: this
+	 * call uses `plain` when there is one, else fails), and any other code
+	 * fails this call only.  After anything but SG_E_NOTSUP the next call
+	 * tries again. */
 	int (*start)(void *ud, const char *arg, struct rn_conn **out, char *path,
 		     size_t size, struct sg_err *err);
 	/* Optional: how the last runner ended, words for the log line of a

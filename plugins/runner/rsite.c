@@ -79,8 +79,9 @@ static void rnc_obituary(struct rnc_site *s)
 	s->restarts++;
 }
 
-/* Lock held: a fresh runner (0), the fallback decided (1), or this call's
- * error (-1). */
+/* Lock held: a fresh runner (0), the plain way for this call (1: for good
+ * when the runner cannot run here, for this call when it was slow to
+ * start), or this call's error (-1). */
 static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 {
 	long long t0 = rnc_ms();
@@ -92,6 +93,15 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 	if (s->ops->start(s->ud, s->faults ? "--fault" : "--stdio", &s->conn, s->path,
 			  sizeof(s->path), &e) < 0) {
 		s->conn = NULL;
+		if (e.code == SG_E_TIMEOUT && s->ops->plain) {
+			/* A slow machine, not one where it cannot run: this call
+			 * goes the plain way, the next tries the runner again. */
+			s->state = RNC_IDLE;
+			s->host->log(SG_LOG_WARNING, s->ops->tag, "the runner did not start %s in "
+				     "time, so this command uses %s; the next one tries again: %s",
+				     s->where, s->ops->plain, e.msg);
+			return 1;
+		}
 		if (e.code != SG_E_NOTSUP || !s->ops->plain) {
 			if (err)
 				*err = e;

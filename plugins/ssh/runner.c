@@ -519,13 +519,18 @@ static int runner_launch(struct ssh_rsite *rs, const char *path, const char *arg
 	tr = (struct rn_transport){ .read = rchan_read, .write = rchan_write,
 				    .shutdown = rchan_shutdown, .free = rchan_free, .ud = t };
 	o.name = t->who;
-	if (rn_conn_open(&tr, &o, out, why, size) == 0) { /* t is the connection's now */
+	rc = rn_conn_open(&tr, &o, out, why, size); /* t is the connection's now */
+	if (rc == 0) {
 		*scp = c;
 		return 0;
 	}
 	if (ssh_conn_dropped(c, dropped, sizeof(dropped))) {
 		rc = ctx->host->errf(err, SG_E_UNAVAILABLE, "ssh: the connection to %s:%u dropped while "
 				     "the runner started (%s)", p->target.host, p->target.port, dropped);
+	} else if (rc == -2) {
+		/* Slow, not impossible: the next call tries again. */
+		rc = ctx->host->errf(err, SG_E_TIMEOUT, "ssh: the runner on %s:%u did not start in "
+				     "time (%s)", p->target.host, p->target.port, why);
 	} else {
 		rc = 1;
 		pthread_mutex_lock(&rs->tlock);

@@ -131,6 +131,7 @@ void rnc_site_overdue(struct rnc_site *s, struct rn_conn *c, struct rn_req *q, u
 		s->overdue_conn = c;
 		s->overdue = q;
 		s->overdue_by = rnc_ms() + after_ms;
+		s->overdue_after = after_ms;
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -147,9 +148,19 @@ static void rnc_site_check_overdue(struct rnc_site *s)
 		return;
 	}
 	if (rn_req_state(s->overdue, NULL, NULL, 0, NULL) == RN_REQ_RUNNING) {
-		/* No EXIT long after the runner's own timer: it is stuck.  Its
-		 * command's group is killed only while that runner is the
-		 * site's: a later runner's groups may reuse the number. */
+		/* No EXIT long after the runner's own timer.  A runner that
+		 * still answers is slow, or waits on a process the kernel holds
+		 * (its EXIT comes when that ends): kept, looked at again later. */
+		if (s->conn == s->overdue_conn && rn_ping(s->conn, RNC_PING_MS) >= 0) {
+			s->host->log(SG_LOG_INFO, s->ops->tag, "runner %s answers, though a timed-out "
+				     "command has not ended yet: kept", s->where);
+			s->overdue_by = rnc_ms() + s->overdue_after;
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		/* It is stuck.  Its command's group is killed only while that
+		 * runner is the site's: a later runner's groups may reuse the
+		 * number. */
 		if (s->conn == s->overdue_conn) {
 			char how[96] = "";
 

@@ -571,23 +571,11 @@ static int write_open(struct fwrite *w, const struct freq *q)
 /* Whether process pid is gone: none, or a zombie not reaped yet. */
 static bool pid_gone(long pid)
 {
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd;
+	char st;
 
 	if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
 		return true;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'Z';
+	return rn_proc_stat(pid, &st, NULL) == 0 && st == 'Z';
 }
 
 /* Whether name is the temporary file of one of our writes in flight. */

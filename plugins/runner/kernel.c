@@ -475,6 +475,7 @@ static void kernel_begin(struct runner *r, struct kernel *k)
 	k->sent_out = k->sent_err = 0;
 	k->trunc_out = k->trunc_err = k->timed_out = k->cancelled = false;
 	k->deadline = k->kill_at = 0;
+	k->kill_extended = false;
 	k->restarted[0] = '\0';
 	if (c->flags & RN_KFLAG_RESET) {
 		if (k->pid)
@@ -657,12 +658,39 @@ void kernel_exec(struct runner *r, uint32_t id, const unsigned char *payload, si
 
 /* ---- interrupts and kills --------------------------------------------------------------- */
 
+/* CPU time pid has used, in clock ticks, or -1. */
+static long long proc_ticks(pid_t pid)
+{
+	long long t;
+
+	return rn_proc_stat(pid, NULL, &t) == 0 ? t : -1;
+}
+
 static void kernel_interrupt(struct kernel *k)
 {
 	if (k->kill_at || !k->pid)
 		return;
 	kill(k->pid, SIGINT);
+	k->int_ticks = proc_ticks(k->pid);
 	k->kill_at = rn_now_ms() + (k->cur ? k->cur->grace_ms : RN_KGRACE_MS_DEFAULT);
+}
+
+/* At kill_at: a kernel that used CPU since its interrupt is busy and goes;
+ * one that was idle (a loaded machine left it unscheduled, its answer is
+ * on its way) gets RN_KGRACE_SLOW_MS more, once.  True when it is to be
+ * killed now. */
+static bool kernel_kill_due(struct kernel *k, int64_t now)
+{
+	long long t;
+
+	if (k->kill_extended || k->int_ticks < 0)
+		return true;
+	t = proc_ticks(k->pid);
+	if (t < 0 || t - k->int_ticks >= RN_KBUSY_TICKS)
+		return true;
+	k->kill_extended = true;
+	k->kill_at = now + RN_KGRACE_SLOW_MS;
+	return false;
 }
 
 bool kernel_kill(struct runner *r, uint32_t id, int sig)
@@ -886,10 +914,10 @@ int kernel_tick(struct runner *r)
 			k->timed_out = true;
 			kernel_interrupt(k);
 		}
-		if (k->kill_at && now >= k->kill_at && !k->kill_why[0]) {
+		if (k->kill_at && now >= k->kill_at && !k->kill_why[0] && kernel_kill_due(k, now)) {
 			snprintf(k->kill_why, sizeof(k->kill_why), "the call did not stop within "
 				 "%u ms of its interrupt, so the kernel was killed",
-				 k->cur->grace_ms);
+				 k->cur->grace_ms + (k->kill_extended ? RN_KGRACE_SLOW_MS : 0));
 			kill(-k->pid, SIGKILL);
 			kill(k->pid, SIGKILL);
 		}

@@ -279,6 +279,34 @@ static __attribute__((noinline)) pid_t spawn_child(const struct spawn_req *q, ch
 
 /* ---- spawning ------------------------------------------------------------------------ */
 
+int rn_proc_stat(long pid, char *state, long long *ticks)
+{
+	char path[64], buf[1024], *p, st;
+	unsigned long long ut, sy;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after the name, which may hold anything but ends at the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &st, &ut,
+			 &sy) != 3)
+		return -1;
+	if (state)
+		*state = st;
+	if (ticks)
+		*ticks = (long long)(ut + sy);
+	return 0;
+}
+
 void rn_close_fd(int *fd)
 {
 	if (*fd >= 0)

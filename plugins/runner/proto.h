@@ -173,6 +173,8 @@ enum rn_kflags {
 
 #define RN_RICH_CAP_DEFAULT (4u * 1024u * 1024u)
 #define RN_KGRACE_MS_DEFAULT 2000u /* KEXEC: interrupt -> kill of the kernel */
+#define RN_KGRACE_SLOW_MS 8000u    /* ... once more when it was idle, not busy: slow */
+#define RN_KBUSY_TICKS 2           /* CPU (1/100 s) that makes an interrupted kernel busy, not idle */
 
 enum rn_mode {
 	RN_MODE_STDIN = 1u << 0,  /* stdin is a pipe fed by STDIN frames, not /dev/null */

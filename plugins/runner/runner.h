@@ -109,6 +109,8 @@ struct kernel {
 	bool trunc_out, trunc_err;
 	int64_t deadline;         /* interrupt at this time; 0: none */
 	int64_t kill_at;          /* interrupted: kill the kernel at this time; 0: not */
+	long long int_ticks;      /* its CPU time when interrupted (clock ticks), or -1 */
+	bool kill_extended;       /* kill_at was moved once: the kernel was idle, not busy */
 	bool timed_out, cancelled;
 	char restarted[200];      /* this call runs on a restarted kernel: why */
 };
@@ -196,6 +198,11 @@ char **rn_envp(char *const *env, size_t envc);
  * runner_writes) non-blocking.  Returns 0 or -1. */
 int rn_make_pipe(int fds[2], bool runner_writes);
 void rn_close_fd(int *fd);
+/* What /proc/PID/stat says of pid: its state letter ('R', 'S', 'Z', ...)
+ * into *state and its CPU time (utime + stime, fields 14 and 15, clock
+ * ticks) into *ticks; either may be NULL.  Returns 0, or -1 when it cannot
+ * be read (no such process). */
+int rn_proc_stat(long pid, char *state, long long *ticks);
 /* In a forked child: moves fd above 0..9 (close-on-exec); -1 stays -1. */
 int rn_child_lift(int fd);
 /* In a forked child: reports errno at `stage` on the error pipe, exits 127. */

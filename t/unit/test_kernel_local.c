@@ -299,6 +299,51 @@ static void test_py_timeout(void **state)
 	stop(c, pid);
 }
 
+/* A kernel that cannot answer its interrupt within the grace because it is
+ * not scheduled (stopped here from outside, as a loaded machine leaves a
+ * process) is idle, not busy: it gets more time, answers with its
+ * KeyboardInterrupt, and keeps its state. */
+static void test_py_timeout_slow(void **state)
+{
+	struct rn_kernel_call kc = call_of("python", "import time\ntime.sleep(30)");
+	struct rn_kernel_result res;
+	pid_t pid, kpid, helper;
+	int64_t t0, took;
+	struct rn_conn *c = start(&pid);
+
+	(void)state;
+	run(c, "python", "x = 41", &res);
+	kpid = (pid_t)res.kernel_pid;
+	rn_kernel_result_free(&res);
+	assert_true(kpid > 1);
+	kc.timeout_ms = 500;
+	kc.grace_ms = 500;
+	t0 = now_ms();
+	helper = fork();
+	assert_true(helper >= 0);
+	if (helper == 0) { /* stopped before the interrupt, let go well after the grace */
+		usleep(200000);
+		kill(kpid, SIGSTOP);
+		usleep(2300000);
+		kill(kpid, SIGCONT);
+		_exit(0);
+	}
+	run_call(c, &kc, &res);
+	took = now_ms() - t0;
+	assert_int_equal(waitpid(helper, NULL, 0), helper);
+	if (took < 2500)
+		fail_msg("the call ended after %lld ms, before the kernel was let go", (long long)took);
+	assert_true(res.timed_out);
+	assert_false(res.kernel_died);
+	assert_string_equal(error_name(&res), "KeyboardInterrupt");
+	rn_kernel_result_free(&res);
+	run(c, "python", "x", &res);
+	assert_false(res.kernel_restarted);
+	assert_string_equal(value_text(&res), "41");
+	rn_kernel_result_free(&res);
+	stop(c, pid);
+}
+
 static void test_py_exit_restart(void **state)
 {
 	struct rn_kernel_result res;
@@ -818,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_py_state),
 		cmocka_unit_test(test_py_output),
 		cmocka_unit_test(test_py_timeout),
+		cmocka_unit_test(test_py_timeout_slow),
 		cmocka_unit_test(test_py_exit_restart),
 		cmocka_unit_test(test_py_reset),
 		cmocka_unit_test(test_py_await),

@@ -3,8 +3,8 @@
  * a plugin's exec, stream, file and code slots.  Each checks the entry,
  * maps a missing optional slot to SG_E_NOTSUP, puts the machine's
  * create-time environment in front of the request's, makes sure a failure
- * filled err, records the use, and forgets a machine the backend says is
- * gone.
+ * filled err, records the use (from the call's start to its end), and
+ * forgets a machine the backend says is gone.
  */
 #include "config.h"
 
@@ -28,6 +28,22 @@ static int slot_failed(struct sg_entry *e, struct sg_err *err, const char *op)
 
 #define CHECK_ENTRY(e) \
 	do { if (!(e) || (e)->m.magic != SG_MACHINE_MAGIC) abort(); } while (0)
+
+/* A slot call is a use of the machine from its start to its end: expiry
+ * leaves a machine with calls in flight alone, and its idle lifetime
+ * counts from the end of its last call (a command longer than the lifetime
+ * is not cut off by its own machine's reaping). */
+static void slot_begin(struct sg_entry *e)
+{
+	atomic_fetch_add(&e->inflight, 1);
+	sg_machine_touch(e);
+}
+
+static void slot_end(struct sg_entry *e)
+{
+	atomic_store(&e->last_used, sg_time_s());
+	atomic_fetch_sub(&e->inflight, 1);
+}
 
 /* True when "NAME=..." entry kv sets a name some entry of v sets too. */
 static bool env_overridden(const char *kv, const char *const *v)
@@ -79,8 +95,9 @@ int sg_m_exec(struct sg_entry *e, const struct sg_exec_req *req, struct sg_call 
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	sg_machine_touch(e);
+	slot_begin(e);
 	rc = e->m.backend->exec(&e->m, &r, call, res, err);
+	slot_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "exec") : 0;
 }
@@ -88,10 +105,14 @@ int sg_m_exec(struct sg_entry *e, const struct sg_exec_req *req, struct sg_call 
 int sg_m_file_read(struct sg_entry *e, const char *path, size_t max, struct sg_call *call,
 		   struct sg_buf *out, struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	sg_machine_touch(e);
-	if (e->m.backend->file_read(&e->m, path, max, call, out, err) < 0)
+	slot_begin(e);
+	rc = e->m.backend->file_read(&e->m, path, max, call, out, err);
+	slot_end(e);
+	if (rc < 0)
 		return slot_failed(e, err, "file read");
 	return 0;
 }
@@ -99,14 +120,18 @@ int sg_m_file_read(struct sg_entry *e, const char *path, size_t max, struct sg_c
 int sg_m_file_read_at(struct sg_entry *e, const char *path, uint64_t offset, size_t len,
 		      struct sg_call *call, struct sg_buf *out, uint64_t *size, struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	if (!SG_HAS(e->m.backend, file_read_at))
 		return sg_errf(err, SG_E_NOTSUP, "backend '%s' reads files whole",
 			       e->m.backend->name);
 	sg_err_clear(err);
-	sg_machine_touch(e);
+	slot_begin(e);
 	*size = 0;
-	if (e->m.backend->file_read_at(&e->m, path, offset, len, call, out, size, err) < 0)
+	rc = e->m.backend->file_read_at(&e->m, path, offset, len, call, out, size, err);
+	slot_end(e);
+	if (rc < 0)
 		return err->code == SG_E_NOTSUP ? -1 : slot_failed(e, err, "file read");
 	return 0;
 }
@@ -114,10 +139,14 @@ int sg_m_file_read_at(struct sg_entry *e, const char *path, uint64_t offset, siz
 int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size_t len,
 		    const struct sg_write_opts *opts, struct sg_call *call, struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	sg_machine_touch(e);
-	if (e->m.backend->file_write(&e->m, path, data, len, opts, call, err) < 0)
+	slot_begin(e);
+	rc = e->m.backend->file_write(&e->m, path, data, len, opts, call, err);
+	slot_end(e);
+	if (rc < 0)
 		return slot_failed(e, err, "file write");
 	return 0;
 }
@@ -125,10 +154,14 @@ int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size
 int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,
 		   json_t **entries, struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	sg_machine_touch(e);
-	if (e->m.backend->file_list(&e->m, path, call, entries, err) < 0)
+	slot_begin(e);
+	rc = e->m.backend->file_list(&e->m, path, call, entries, err);
+	slot_end(e);
+	if (rc < 0)
 		return slot_failed(e, err, "file list");
 	return 0;
 }
@@ -136,10 +169,14 @@ int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,
 int sg_m_file_stat(struct sg_entry *e, const char *path, struct sg_call *call,
 		   struct sg_stat *st, struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	sg_machine_touch(e);
-	if (e->m.backend->file_stat(&e->m, path, call, st, err) < 0)
+	slot_begin(e);
+	rc = e->m.backend->file_stat(&e->m, path, call, st, err);
+	slot_end(e);
+	if (rc < 0)
 		return slot_failed(e, err, "file stat");
 	return 0;
 }
@@ -147,10 +184,14 @@ int sg_m_file_stat(struct sg_entry *e, const char *path, struct sg_call *call,
 int sg_m_file_remove(struct sg_entry *e, const char *path, bool recursive, struct sg_call *call,
 		     struct sg_err *err)
 {
+	int rc;
+
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	sg_machine_touch(e);
-	if (e->m.backend->file_remove(&e->m, path, recursive, call, err) < 0)
+	slot_begin(e);
+	rc = e->m.backend->file_remove(&e->m, path, recursive, call, err);
+	slot_end(e);
+	if (rc < 0)
 		return slot_failed(e, err, "file remove");
 	return 0;
 }
@@ -173,8 +214,9 @@ int sg_m_stream_open(struct sg_entry *e, const struct sg_exec_req *req,
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	sg_machine_touch(e);
+	slot_begin(e);
 	rc = b->stream_open(&e->m, &r, out, err);
+	slot_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "opening a shell") : 0;
 }
@@ -228,8 +270,9 @@ int sg_m_stream_open_status(struct sg_entry *e, const struct sg_exec_req *req, i
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	sg_machine_touch(e);
+	slot_begin(e);
 	rc = b->stream_open_status(&e->m, &r, status_fd, out, err);
+	slot_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "opening a shell") : 0;
 }
@@ -265,8 +308,9 @@ int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_c
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	sg_machine_touch(e);
+	slot_begin(e);
 	rc = e->m.backend->run_code(&e->m, &r, call, res, err);
+	slot_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "run_code") : 0;
 }

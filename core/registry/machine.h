@@ -45,6 +45,7 @@ struct sg_entry {
 	int64_t created;        /* unix seconds */
 	_Atomic int64_t last_used; /* unix seconds */
 	_Atomic int64_t last_saved; /* last_used as written to the record */
+	atomic_int inflight;    /* slot calls running on it (core/registry/dispatch.c) */
 	int refs;               /* registry's + borrowers' (guarded by the registry lock) */
 	bool dead;              /* destroyed or being destroyed */
 	char name[SG_ID_MAX];   /* persistent machine name, "" when none */

@@ -41,7 +41,7 @@ static bool expired(struct sg_entry *e, void *ud)
 {
 	int64_t now = *(int64_t *)ud;
 
-	return e->ephemeral && e->lifetime_s &&
+	return e->ephemeral && e->lifetime_s && atomic_load(&e->inflight) == 0 &&
 	       atomic_load(&e->last_used) + (int64_t)e->lifetime_s <= now;
 }
 

@@ -33,9 +33,11 @@
 #define DOCKER_TAIL 256             /* stderr bytes kept for setsid's note */
 #define DOCKER_READ_CHUNK 65536
 #define DOCKER_GRACE_MS 2000        /* drain after a kill; wait for the pgid */
-#define DOCKER_INSPECT_MS 3000      /* wait for inspect to stop saying Running */
+#define DOCKER_INSPECT_MS 10000     /* wait for inspect to stop saying Running (ms after EOF
+				       on an idle engine; seconds on a loaded one) */
 #define DOCKER_KILL_TIMEOUT_MS 10000
 #define DOCKER_DEADLINE_GRACE_MS 800 /* a timed-out command answers by then */
+#define DOCKER_STATUS_MS 12000      /* the status calls after the output ended, on their own clock */
 
 /* State of one exec while its stream is read. */
 struct docker_exec_state {
@@ -453,21 +455,29 @@ static int docker_start_fail(struct docker_ctx *ctx, const char *cid,
 
 /* The stream ended but the engine gives no exit status: not a result.
  * Either the container stopped under the command (docker drops a stopped
- * container's exec instances, so inspect answers 404) or the engine died or
- * restarted; the container's own state tells which.  Returns -1. */
+ * container's exec instances, so inspect answers 404), or the engine is
+ * too slow to record the end, or it died or restarted; the container's own
+ * state, and whether the engine answers, tell which.
+ * Returns -1. */
 static int docker_no_status(struct docker_ctx *ctx, const char *cid,
 			    const struct docker_run *r, struct sg_err *err)
 {
 	struct sg_err e;
-	bool running = true; /* unknown: the engine does not answer */
+	bool running = true;
+	int rc = docker_container_running(ctx, cid, &running, &e);
 
-	if (docker_container_running(ctx, cid, &running, &e) < 0 && e.code == SG_E_NOTFOUND)
+	if (rc < 0 && e.code == SG_E_NOTFOUND)
 		return docker_exec_create_fail(ctx, cid, r, 404, NULL, err);
-	if (!running)
+	if (rc == 0 && !running)
 		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
 				       "container %.12s is not running: it stopped while the command "
 				       "ran (its main process ended, or docker stop)%s", cid,
 				       r->persistent ? "; start it with sandbox_env docker_start" : "");
+	if (rc == 0)
+		return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the command's "
+				       "output ended but the engine still reported it running %d s "
+				       "later, so its exit status is unknown (the engine is overloaded); "
+				       "call again", cid, DOCKER_INSPECT_MS / 1000);
 	return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the connection to the "
 			       "docker engine broke before the command ended (no exit status): the "
 			       "engine died or restarted; call again once it is back", cid);
@@ -623,6 +633,11 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	}
 	close(fd);
 	fd = -1;
+	/* The output ended: what the command's status takes is not the
+	 * command's time, which may be all but spent (it ended near its
+	 * timeout); a nested run keeps the outer deadline. */
+	if (!outer)
+		docker_engine_deadline(docker_now_ms() + DOCKER_STATUS_MS);
 	code = docker_exec_wait(ctx, eid);
 	res->exit_code = code;
 	if (code < 0 && stop == DOCKER_RUNNING) {

@@ -224,8 +224,10 @@ static json_t *read_page(struct sg_entry *e, const char *full, const char *p, si
 	if (b64 || !sg_utf8_valid(p, k)) {
 		char *enc = sg_base64_encode(p, k);
 
-		r = json_pack("{s:s, s:s, s:s, s:I}", "path", full, "content", enc, "encoding", "base64",
-			      "size", (json_int_t)n);
+		/* base64 is ASCII: jansson need not check it once more */
+		r = json_pack("{s:s, s:o, s:s, s:I}", "path", full, "content",
+			      json_stringn_nocheck(enc, 4 * ((k + 2) / 3)), "encoding", "base64", "size",
+			      (json_int_t)n);
 		free(enc);
 	} else {
 		r = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content", p, k, "encoding",

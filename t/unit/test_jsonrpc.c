@@ -337,12 +337,14 @@ static void test_text_of_structured(void **state)
 		"{\"q\":\"say \\\"hi\\\" \\\\ back\\\\slash\",\"ctl\":\"\\n\\t\\u0001\\u001f\"}",
 		"{\"u\":\"\u00fc \u2028 \u00e9t\u00e9 / </script>\",\"n\":null,\"b\":[true,false,1.5,-3]}",
 		"{\"deep\":{\"a\":[{\"b\":{\"c\":[\"\\\"\"]}}]},\"e\":{},\"f\":[]}",
+		"{\"k\\\"e\\\\y\\n\":\"\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\\u007f \\u00ff\\u20ac\\ud83d\\ude00\","
+		"\"l\":[\"\\u0000\\\"\",{\"m\":\"\\t\\\\\"}],\"n\":1e300,\"o\":-0.1}",
 	};
 	json_t *id = json_integer(7);
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-		json_t *s = json_loads(specs[i], 0, NULL);
+		json_t *s = json_loads(specs[i], JSON_ALLOW_NUL, NULL);
 		json_t *lazy, *made, *lb, *mb;
 		char *got, *want;
 		size_t len;

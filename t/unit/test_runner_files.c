@@ -30,10 +30,9 @@
 
 #include "plugins/runner/rclient.h"
 #include "t/lib/fakehost.h"
+#include "t/lib/runner_fork.h"
 
-static char runner_path[4096];
 static char dir[256];
-static pid_t runner_pid;
 
 static const char *h_config_get(const char *section, const char *key)
 {
@@ -49,42 +48,8 @@ static const char *h_state_dir(void)
 
 static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
 
-/* The start op: the runner on a socketpair, as local.so does without the jail. */
-static int t_start(void *ud, const char *arg, struct rn_conn **out, char *path, size_t size,
-		   struct sg_err *err)
-{
-	struct rn_conn_opts o = { .name = "test", .hello_timeout_ms = 5000 };
-	char id[RN_BUILD_ID_LEN + 1], why[256] = "";
-	struct rn_transport t;
-	int sv[2];
-
-	(void)ud;
-	if (rn_build_id_file(runner_path, id) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return host.errf(err, SG_E_IO, "cannot start %s: %s", runner_path, strerror(errno));
-	o.build_id = id;
-	runner_pid = fork();
-	if (runner_pid == 0) {
-		dup2(sv[1], 0);
-		dup2(sv[1], 1);
-		execl(runner_path, "sandgate-runner", arg, (char *)NULL);
-		_exit(127);
-	}
-	close(sv[1]);
-	rn_fd_transport(sv[0], &t);
-	if (rn_conn_open(&t, &o, out, why, sizeof(why)) < 0)
-		return host.errf(err, SG_E_IO, "%s", why);
-	snprintf(path, size, "%s", runner_path);
-	return 0;
-}
-
-static void t_kill_group(void *ud, long pgid)
-{
-	(void)ud;
-	kill(-(pid_t)pgid, SIGKILL);
-}
-
-static const struct rnc_ops ops = { .tag = "test", .start = t_start, .kill_group = t_kill_group };
+static const struct rnc_ops ops = { .tag = "test", .start = tl_runner_start,
+				    .kill_group = tl_runner_kill_group };
 
 extern char **environ;
 
@@ -438,8 +403,8 @@ static void test_dead_runner(struct rnc_site *s)
 	int rc;
 
 	rnc_file_write(s, at("target"), "before", 6, 0, false, NULL, &e);
-	kill(runner_pid, SIGKILL);
-	waitpid(runner_pid, NULL, 0);
+	kill(tl_runner_pid, SIGKILL);
+	waitpid(tl_runner_pid, NULL, 0);
 	rc = rnc_file_write(s, at("target"), "after", 5, 0, false, NULL, &e);
 	fakehost_ok(rc == 0, "a write on a dead runner runs on a new one (%s)", rc ? e.msg : "ok");
 	rnc_file_read(s, at("target"), 0, 100, true, NULL, &b, &e);
@@ -450,16 +415,10 @@ static void test_dead_runner(struct rnc_site *s)
 
 int main(void)
 {
-	const char *p = getenv("SG_RUNNER"), *bd = getenv("SG_TEST_BUILDDIR");
 	struct rnc_site s;
 	char cmd[600];
 
 	signal(SIGPIPE, SIG_IGN);
-	if (p && *p)
-		snprintf(runner_path, sizeof(runner_path), "%s", p);
-	else
-		snprintf(runner_path, sizeof(runner_path), "%s/sandgate-runner",
-			 bd && *bd ? bd : ".");
 	snprintf(dir, sizeof(dir), "/tmp/sg-files-XXXXXX");
 	if (!mkdtemp(dir)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
@@ -475,7 +434,7 @@ int main(void)
 	test_sweep(&s);
 	test_dead_runner(&s);
 	rnc_site_fini(&s);
-	waitpid(runner_pid, NULL, 0);
+	waitpid(tl_runner_pid, NULL, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s.outside'", dir, dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

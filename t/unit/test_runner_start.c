@@ -23,6 +23,7 @@
 
 #include "plugins/runner/rclient.h"
 #include "t/lib/fakehost.h"
+#include "t/lib/runner_fork.h"
 
 static const char *h_config_get(const char *section, const char *key)
 {
@@ -144,44 +145,6 @@ static void test_site(void)
 	rnc_site_fini(&s);
 }
 
-static char runner_path[4096];
-static pid_t runner_pid;
-
-/* The built runner on a socketpair, as local.so starts it without the jail. */
-static int real_start(void *ud, const char *arg, struct rn_conn **out, char *path, size_t size,
-		      struct sg_err *err)
-{
-	struct rn_conn_opts o = { .name = "test", .hello_timeout_ms = 5000 };
-	char id[RN_BUILD_ID_LEN + 1], why[256] = "";
-	struct rn_transport t;
-	int sv[2];
-
-	(void)ud;
-	if (rn_build_id_file(runner_path, id) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return host.errf(err, SG_E_IO, "cannot start %s: %s", runner_path, strerror(errno));
-	o.build_id = id;
-	runner_pid = fork();
-	if (runner_pid == 0) {
-		dup2(sv[1], 0);
-		dup2(sv[1], 1);
-		execl(runner_path, "sandgate-runner", arg, (char *)NULL);
-		_exit(127);
-	}
-	close(sv[1]);
-	rn_fd_transport(sv[0], &t);
-	if (rn_conn_open(&t, &o, out, why, sizeof(why)) < 0)
-		return host.errf(err, SG_E_IO, "%s", why);
-	snprintf(path, size, "%s", runner_path);
-	return 0;
-}
-
-static void real_kill_group(void *ud, long pgid)
-{
-	(void)ud;
-	kill(-(pid_t)pgid, SIGKILL);
-}
-
 /* A command still running, watched as overdue from now on. */
 static struct rn_req *overdue_now(struct rnc_site *s, struct rn_conn *c)
 {
@@ -197,7 +160,8 @@ static struct rn_req *overdue_now(struct rnc_site *s, struct rn_conn *c)
 
 static void test_overdue(void)
 {
-	struct rnc_ops ops = { .tag = "test", .start = real_start, .kill_group = real_kill_group };
+	struct rnc_ops ops = { .tag = "test", .start = tl_runner_start,
+			       .kill_group = tl_runner_kill_group };
 	struct rnc_site s;
 	struct rn_conn *c1 = NULL, *c2 = NULL;
 	struct rn_req *q;
@@ -209,7 +173,7 @@ static void test_overdue(void)
 		fakehost_ok(0, "the runner starts (%s)", e.msg);
 		return;
 	}
-	first = runner_pid;
+	first = tl_runner_pid;
 	q = overdue_now(&s, c1);
 	fakehost_ok(q != NULL, "a command runs on the runner");
 	rn_conn_put(c1);
@@ -217,25 +181,19 @@ static void test_overdue(void)
 		    "overdue, but the runner answers a PING: it is kept");
 	rn_conn_put(c2);
 	kill(first, SIGSTOP);
-	fakehost_ok(rnc_site_get(&s, &c2, &e) == 0 && c2 != c1 && runner_pid != first,
+	fakehost_ok(rnc_site_get(&s, &c2, &e) == 0 && c2 != c1 && tl_runner_pid != first,
 		    "overdue again and the runner does not answer (stopped): a new one");
 	rn_conn_put(c2);
 	rn_req_put(q);
 	kill(first, SIGKILL);
 	waitpid(first, NULL, 0);
 	rnc_site_fini(&s);
-	waitpid(runner_pid, NULL, 0);
+	waitpid(tl_runner_pid, NULL, 0);
 }
 
 int main(void)
 {
-	const char *p = getenv("SG_RUNNER"), *bd = getenv("SG_TEST_BUILDDIR");
-
 	signal(SIGPIPE, SIG_IGN);
-	if (p && *p)
-		snprintf(runner_path, sizeof(runner_path), "%s", p);
-	else
-		snprintf(runner_path, sizeof(runner_path), "%s/sandgate-runner", bd && *bd ? bd : ".");
 	test_open();
 	test_site();
 	test_overdue();

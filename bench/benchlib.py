@@ -62,6 +62,20 @@ class Server:
             if r.get("id") == self.id:
                 return r
 
+    def call_raw(self, method, params=None):
+        """call(), but the reply line as it came (bytes, not parsed): for
+        timing what reaches the client apart from the client's decoding."""
+        self.id += 1
+        msg = {"jsonrpc": "2.0", "id": self.id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            line = self.p.stdout.readline()
+            if f'"id":{self.id},'.encode() in line[:64]:
+                return line
+
     def tool(self, name, args):
         """tools/call; returns structuredContent, raises on any error."""
         r = self.call("tools/call", {"name": name, "arguments": args})

@@ -483,7 +483,7 @@ static void test_client_bad_hello(void **state)
 		rn_fd_transport(sv[0], &t);
 		rc = rn_conn_open(&t, &o, &f.c, why, sizeof(why));
 	}
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -2); /* silent on a live connection: slow, try again */
 	assert_non_null(strstr(why, "no HELLO"));
 	close(f.peer);
 }

@@ -36,8 +36,8 @@
 #define RNC_E_RETRY 1000
 
 #define RNC_GRACE_MS      1000  /* TERM -> KILL, as the runner counts it */
-#define RNC_SLACK_MS      5000  /* beyond timeout + grace: the runner may be stuck */
-#define RNC_PING_MS       5000  /* ... and then is, unless it answers a PING within this */
+#define RNC_SLACK_MS      5000  /* beyond timeout + grace: the runner is stuck */
+#define RNC_SLOW_STARTS   3     /* starts in a row too slow: the plain way for good */
 #define RNC_ANSWER_MS     700   /* beyond a command's timeout: the caller is answered
 				   (timed out) while the runner ends the group */
 #define RNC_CLOSE_WAIT_MS 1000  /* a stream's process may end by itself */
@@ -62,9 +62,9 @@ struct rnc_ops {
 	 * SG_E_NOTSUP means it cannot run at this site at all (another CPU,
 	 * noexec everywhere: the site falls back to `plain` for good),
 	 * SG_E_TIMEOUT that it was too slow to start (a loaded machine: this
-	 * call uses `plain` when there is one, else fails), and any other code
-	 * fails this call only.  After anything but SG_E_NOTSUP the next call
-	 * tries again. */
+	 * call uses `plain` when there is one, else fails; RNC_SLOW_STARTS in a
+	 * row count as SG_E_NOTSUP), and any other code fails this call only.
+	 * After anything but SG_E_NOTSUP the next call tries again. */
 	int (*start)(void *ud, const char *arg, struct rn_conn **out, char *path,
 		     size_t size, struct sg_err *err);
 	/* Optional: how the last runner ended, words for the log line of a
@@ -104,6 +104,7 @@ struct rnc_site {
 	char why[640];                   /* why FALLBACK, or how the last one ended */
 	unsigned restarts;
 	long long start_ms;              /* how long the last start took */
+	unsigned slow_starts;            /* starts in a row that timed out */
 	unsigned long long file_ops;     /* file operations answered (status) */
 	bool sweep;                      /* a write broke with its runner and was not
 					    sent again: the next write into its
@@ -112,8 +113,7 @@ struct rnc_site {
 	struct rn_req *overdue;          /* a timed-out command answered before its
 					    EXIT (a reference), or NULL */
 	struct rn_conn *overdue_conn;    /* its connection (a reference) */
-	long long overdue_by;            /* no EXIT by then (ms): the runner may be stuck */
-	unsigned overdue_after;          /* how long each look at it waits (ms) */
+	long long overdue_by;            /* no EXIT by then (ms): the runner is stuck */
 };
 
 /* Sets s up: where ("in container X") words messages; on false makes the
@@ -130,12 +130,10 @@ void rnc_site_stop(struct rnc_site *s);
 
 /* A command answered as timed out before the runner reported its end (q on
  * c, both borrowed; the site takes references): if no EXIT has come
- * after_ms from now, the next use of the site (rnc_site_get) PINGs that
- * runner: one that answers within RNC_PING_MS is kept and looked at again
- * after_ms later; one that does not is ended and the command's group
- * killed, so a frozen runner is replaced, as one whose connection broke,
- * and what its connection held is freed.  One such command is watched at a
- * time. */
+ * after_ms from now, the next use of the site (rnc_site_get) ends that
+ * runner and kills the command's group, so a frozen runner is replaced, as
+ * one whose connection broke, and what its connection held is freed.  One
+ * such command is watched at a time. */
 void rnc_site_overdue(struct rnc_site *s, struct rn_conn *c, struct rn_req *q, unsigned after_ms);
 
 /* The site uses the plugin's plain path from now on, for `why` (shown by

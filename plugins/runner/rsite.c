@@ -80,8 +80,9 @@ static void rnc_obituary(struct rnc_site *s)
 }
 
 /* Lock held: a fresh runner (0), the plain way for this call (1: for good
- * when the runner cannot run here, for this call when it was slow to
- * start), or this call's error (-1). */
+ * when the runner cannot run here or was too slow to start RNC_SLOW_STARTS
+ * times in a row, for this call when it was slow to start), or this call's
+ * error (-1). */
 static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 {
 	long long t0 = rnc_ms();
@@ -93,15 +94,18 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 	if (s->ops->start(s->ud, s->faults ? "--fault" : "--stdio", &s->conn, s->path,
 			  sizeof(s->path), &e) < 0) {
 		s->conn = NULL;
-		if (e.code == SG_E_TIMEOUT && s->ops->plain) {
+		if (e.code == SG_E_TIMEOUT && s->ops->plain && ++s->slow_starts < RNC_SLOW_STARTS) {
 			/* A slow machine, not one where it cannot run: this call
 			 * goes the plain way, the next tries the runner again. */
 			s->state = RNC_IDLE;
+			snprintf(s->why, sizeof(s->why), "did not start in time: %s", e.msg);
 			s->host->log(SG_LOG_WARNING, s->ops->tag, "the runner did not start %s in "
 				     "time, so this command uses %s; the next one tries again: %s",
 				     s->where, s->ops->plain, e.msg);
 			return 1;
 		}
+		if (e.code == SG_E_TIMEOUT && s->ops->plain)
+			e.code = SG_E_NOTSUP; /* as slow every time: not worth each call's wait */
 		if (e.code != SG_E_NOTSUP || !s->ops->plain) {
 			if (err)
 				*err = e;
@@ -114,6 +118,7 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 		return 1;
 	}
 	s->state = RNC_ACTIVE;
+	s->slow_starts = 0;
 	s->start_ms = rnc_ms() - t0;
 	rn_conn_hello(s->conn, &h);
 	s->host->log(SG_LOG_INFO, s->ops->tag, "runner %s %s: pid %ld, build %s, started in "
@@ -131,7 +136,6 @@ void rnc_site_overdue(struct rnc_site *s, struct rn_conn *c, struct rn_req *q, u
 		s->overdue_conn = c;
 		s->overdue = q;
 		s->overdue_by = rnc_ms() + after_ms;
-		s->overdue_after = after_ms;
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -148,19 +152,11 @@ static void rnc_site_check_overdue(struct rnc_site *s)
 		return;
 	}
 	if (rn_req_state(s->overdue, NULL, NULL, 0, NULL) == RN_REQ_RUNNING) {
-		/* No EXIT long after the runner's own timer.  A runner that
-		 * still answers is slow, or waits on a process the kernel holds
-		 * (its EXIT comes when that ends): kept, looked at again later. */
-		if (s->conn == s->overdue_conn && rn_ping(s->conn, RNC_PING_MS) >= 0) {
-			s->host->log(SG_LOG_INFO, s->ops->tag, "runner %s answers, though a timed-out "
-				     "command has not ended yet: kept", s->where);
-			s->overdue_by = rnc_ms() + s->overdue_after;
-			pthread_mutex_unlock(&s->lock);
-			return;
-		}
-		/* It is stuck.  Its command's group is killed only while that
-		 * runner is the site's: a later runner's groups may reuse the
-		 * number. */
+		/* No EXIT long after the runner's own timer: it is stuck.  Its
+		 * command's group is killed only while that runner is the
+		 * site's: a later runner's groups may reuse the number.  (Not
+		 * asked with a PING first: under this lock, a PING's write can
+		 * wait forever behind a write the frozen runner never reads.) */
 		if (s->conn == s->overdue_conn) {
 			char how[96] = "";
 

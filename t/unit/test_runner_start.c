@@ -6,8 +6,8 @@
  * says SG_E_TIMEOUT runs that call the plain way and tries the runner again
  * on the next call; SG_E_NOTSUP makes the plain way the site's for good;
  * with no plain way a timeout is the call's own error, every time.  And a
- * runner overdue with a command's end is replaced only when it does not
- * answer a PING (the built runner, $SG_RUNNER or
+ * runner overdue with a command's end (frozen here) is replaced by the next
+ * use of its site (the built runner, $SG_RUNNER or
  * $SG_TEST_BUILDDIR/sandgate-runner, on a socketpair).
  */
 #include "config.h"
@@ -127,21 +127,32 @@ static void test_site(void)
 		    state_of(&s));
 	rc = rnc_site_get(&s, &c, &e);
 	fakehost_ok(rc == 1 && starts == 2, "... the next call tries the runner again (%d starts)", starts);
+	rc = rnc_site_get(&s, &c, &e);
+	fakehost_ok(rc == 1 && strcmp(state_of(&s), "fallback") == 0,
+		    "too slow %d times in a row: the plain way for good (%s)", RNC_SLOW_STARTS,
+		    state_of(&s));
+	rc = rnc_site_get(&s, &c, &e);
+	fakehost_ok(rc == 1 && starts == 3, "... and no start is tried again (%d starts)", starts);
+	rnc_site_fini(&s);
+
+	rnc_site_init(&s, &host, &with_plain, NULL, "in the test", true, false);
+	starts = 0;
 	start_code = SG_E_NOTSUP;
 	rc = rnc_site_get(&s, &c, &e);
 	fakehost_ok(rc == 1 && strcmp(state_of(&s), "fallback") == 0,
 		    "a runner that cannot run here: the plain way for good (%s)", state_of(&s));
 	rc = rnc_site_get(&s, &c, &e);
-	fakehost_ok(rc == 1 && starts == 3, "... and no start is tried again (%d starts)", starts);
+	fakehost_ok(rc == 1 && starts == 1, "... and no start is tried again (%d starts)", starts);
 	rnc_site_fini(&s);
 
 	rnc_site_init(&s, &host, &no_plain, NULL, "in the test", true, false);
+	starts = 0;
 	start_code = SG_E_TIMEOUT;
 	rc = rnc_site_get(&s, &c, &e);
 	fakehost_ok(rc == -1 && e.code == SG_E_TIMEOUT,
 		    "no plain way: a slow start is the call's error (rc %d, code %d)", rc, e.code);
 	rc = rnc_site_get(&s, &c, &e);
-	fakehost_ok(rc == -1 && starts == 5, "... and the next call tries again (%d starts)", starts);
+	fakehost_ok(rc == -1 && starts == 2, "... and the next call tries again (%d starts)", starts);
 	rnc_site_fini(&s);
 }
 
@@ -174,15 +185,14 @@ static void test_overdue(void)
 		return;
 	}
 	first = tl_runner_pid;
-	q = overdue_now(&s, c1);
-	fakehost_ok(q != NULL, "a command runs on the runner");
-	rn_conn_put(c1);
-	fakehost_ok(rnc_site_get(&s, &c2, &e) == 0 && c2 == c1,
-		    "overdue, but the runner answers a PING: it is kept");
-	rn_conn_put(c2);
 	kill(first, SIGSTOP);
+	q = overdue_now(&s, c1);
+	fakehost_ok(q != NULL, "a command is sent to the runner");
+	rn_conn_put(c1);
 	fakehost_ok(rnc_site_get(&s, &c2, &e) == 0 && c2 != c1 && tl_runner_pid != first,
-		    "overdue again and the runner does not answer (stopped): a new one");
+		    "overdue with its end (the runner frozen): the next use gets a new runner");
+	fakehost_ok(rn_req_state(q, NULL, NULL, 0, NULL) == RN_REQ_FAILED,
+		    "... and the overdue command failed with the old one");
 	rn_conn_put(c2);
 	rn_req_put(q);
 	kill(first, SIGKILL);

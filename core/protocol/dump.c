@@ -49,10 +49,13 @@ static int whole(struct dump *d, const json_t *v)
 	return json_dump_callback(v, d->out, d->ud, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
-/* A JSON string of the n bytes at s (valid UTF-8: jansson checked them
- * when the value was made), escaped as jansson's dump_string escapes with
+/* A JSON string of the n bytes at s, escaped as jansson's dump_string escapes with
  * JSON_COMPACT: '"', '\\', \b \f \n \r \t, other bytes below 0x20 as
- * \u00XX (upper-case hex); everything else as it is. */
+ * \u00XX (upper-case hex); everything else as it is.  The bytes are valid
+ * UTF-8: jansson checks a value's when it is made, and each maker of a
+ * *_nocheck string in sandgate has them valid by construction (base64, a
+ * cut on a character boundary, a checked decode); jansson would refuse to
+ * write an invalid one, this passes it on. */
 static int string(struct dump *d, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -129,6 +132,7 @@ static int object(struct dump *d, const json_t *o, int depth)
 {
 	const json_t *saved = d->structured, *s = json_object_get(o, "structuredContent");
 	const char *key;
+	size_t klen;
 	json_t *v;
 	int first = 1, rc = 0;
 
@@ -136,8 +140,9 @@ static int object(struct dump *d, const json_t *o, int depth)
 		d->structured = s;
 	if (put(d, "{", 1) < 0)
 		return -1;
-	json_object_foreach((json_t *)o, key, v) {
-		rc = (!first && put(d, ",", 1) < 0) || string(d, key, strlen(key)) < 0 ||
+	/* a key may hold NUL (json_object_setn): its length, not strlen */
+	json_object_keylen_foreach((json_t *)o, key, klen, v) {
+		rc = (!first && put(d, ",", 1) < 0) || string(d, key, klen) < 0 ||
 		     put(d, ":", 1) < 0 || value(d, v, depth + 1) < 0 ? -1 : 0;
 		if (rc < 0)
 			return -1;

@@ -30,18 +30,19 @@ static int slot_failed(struct sg_entry *e, struct sg_err *err, const char *op)
 	do { if (!(e) || (e)->m.magic != SG_MACHINE_MAGIC) abort(); } while (0)
 
 /* A slot call is a use of the machine from its start to its end: expiry
- * leaves a machine with calls in flight alone, and its idle lifetime
- * counts from the end of its last call (a command longer than the lifetime
- * is not cut off by its own machine's reaping). */
-static void slot_begin(struct sg_entry *e)
+ * leaves a machine with calls in flight alone, and its idle lifetime (and
+ * the backend's own expiry) counts from the end of its last call, so a
+ * command longer than the lifetime is not cut off by its own machine's
+ * reaping. */
+void sg_machine_use_begin(struct sg_entry *e)
 {
 	atomic_fetch_add(&e->inflight, 1);
 	sg_machine_touch(e);
 }
 
-static void slot_end(struct sg_entry *e)
+void sg_machine_use_end(struct sg_entry *e)
 {
-	atomic_store(&e->last_used, sg_time_s());
+	sg_machine_touch(e);
 	atomic_fetch_sub(&e->inflight, 1);
 }
 
@@ -95,9 +96,9 @@ int sg_m_exec(struct sg_entry *e, const struct sg_exec_req *req, struct sg_call 
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->exec(&e->m, &r, call, res, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "exec") : 0;
 }
@@ -109,9 +110,9 @@ int sg_m_file_read(struct sg_entry *e, const char *path, size_t max, struct sg_c
 
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->file_read(&e->m, path, max, call, out, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return slot_failed(e, err, "file read");
 	return 0;
@@ -127,10 +128,10 @@ int sg_m_file_read_at(struct sg_entry *e, const char *path, uint64_t offset, siz
 		return sg_errf(err, SG_E_NOTSUP, "backend '%s' reads files whole",
 			       e->m.backend->name);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	*size = 0;
 	rc = e->m.backend->file_read_at(&e->m, path, offset, len, call, out, size, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return err->code == SG_E_NOTSUP ? -1 : slot_failed(e, err, "file read");
 	return 0;
@@ -143,9 +144,9 @@ int sg_m_file_write(struct sg_entry *e, const char *path, const void *data, size
 
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->file_write(&e->m, path, data, len, opts, call, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return slot_failed(e, err, "file write");
 	return 0;
@@ -158,9 +159,9 @@ int sg_m_file_list(struct sg_entry *e, const char *path, struct sg_call *call,
 
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->file_list(&e->m, path, call, entries, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return slot_failed(e, err, "file list");
 	return 0;
@@ -173,9 +174,9 @@ int sg_m_file_stat(struct sg_entry *e, const char *path, struct sg_call *call,
 
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->file_stat(&e->m, path, call, st, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return slot_failed(e, err, "file stat");
 	return 0;
@@ -188,9 +189,9 @@ int sg_m_file_remove(struct sg_entry *e, const char *path, bool recursive, struc
 
 	CHECK_ENTRY(e);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->file_remove(&e->m, path, recursive, call, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	if (rc < 0)
 		return slot_failed(e, err, "file remove");
 	return 0;
@@ -214,9 +215,9 @@ int sg_m_stream_open(struct sg_entry *e, const struct sg_exec_req *req,
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = b->stream_open(&e->m, &r, out, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "opening a shell") : 0;
 }
@@ -270,9 +271,9 @@ int sg_m_stream_open_status(struct sg_entry *e, const struct sg_exec_req *req, i
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = b->stream_open_status(&e->m, &r, status_fd, out, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "opening a shell") : 0;
 }
@@ -308,9 +309,9 @@ int sg_m_run_code(struct sg_entry *e, const struct sg_code_req *req, struct sg_c
 	r = *req;
 	env = merged_env(e, req->env, &r.env);
 	sg_err_clear(err);
-	slot_begin(e);
+	sg_machine_use_begin(e);
 	rc = e->m.backend->run_code(&e->m, &r, call, res, err);
-	slot_end(e);
+	sg_machine_use_end(e);
 	free(env);
 	return rc < 0 ? slot_failed(e, err, "run_code") : 0;
 }

@@ -115,6 +115,14 @@ void sg_machine_put(struct sg_entry *e);
  * own expiry when it has one). */
 void sg_machine_touch(struct sg_entry *e);
 
+/* A use of e from begin to end (each begin has one end, on the same
+ * entry): e does not expire meanwhile, and both record a use
+ * (sg_machine_touch).  The sg_m_* wrappers do this around every slot call;
+ * a call that waits on a machine otherwise (a persistent shell's command)
+ * does it itself. */
+void sg_machine_use_begin(struct sg_entry *e);
+void sg_machine_use_end(struct sg_entry *e);
+
 /* Destroys the machine, its shells and its record, and unregisters it.
  * Consumes the caller's reference on every path.  Returns 0 or -1 with err. */
 int sg_machine_kill(struct sg_entry *e, struct sg_call *call, struct sg_err *err);

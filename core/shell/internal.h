@@ -26,6 +26,7 @@
 #define SHELL_KILL_ROUNDS  5
 #define SHELL_REPORT_GRACE_MS 10000 /* an interrupted bash that is not busy: wait this long */
 #define SHELL_BUSY_TICKS   5        /* CPU an interrupted bash may use, in clock ticks (1/100 s) */
+#define SHELL_JOBS_WAIT_MS 10000    /* an interrupt waits this long for the command's job list */
 #define SHELL_SCAN_MAX     8192     /* junk kept while looking for a marker */
 #define SHELL_STATUS_FD    3        /* the shell's completion channel (status_fd mode) */
 #define SHELL_LINE_MAX     256      /* a status line longer than this is junk */

@@ -3,9 +3,11 @@
  * (its USR2 trap) and the process groups the command made get TERM, then
  * KILL, each round from a separate one-shot exec, never through the shell,
  * which is the thing that may be stuck.  bash itself is killed (and replaced
- * by the next call) only when it is busy: running a builtin loop that
- * ignores the trap, or waiting on a child that survives KILL.  A bash that
- * is neither and has not reported yet is slow (a loaded machine, a stopped
+ * by the next call) at once only when it is busy: it used CPU between the
+ * first and the last round (a builtin loop that ignores the trap), or the
+ * last round still found a live child of its, after two rounds of KILL (a
+ * child in D, waiting in the kernel, is not counted).  A bash that is
+ * neither and has not reported yet is slow (a loaded machine, a stopped
  * process), not stuck: it gets SHELL_REPORT_GRACE_MS more before it goes.
  */
 #include "config.h"
@@ -109,8 +111,9 @@ void sg_sh_kill_jobs(struct sg_shell *sh, long pid, const char *keep, const char
 }
 
 /* Whether bash is busy rather than slow: it used CPU between the first and
- * the last round, or a child of its outlived the KILL rounds, or it could
- * not be seen (then it is treated as stuck, as before there were views). */
+ * the last round, or the last round still found a live child of its (after
+ * two rounds of KILL), or it could not be seen (then it is treated as stuck,
+ * as before there were views). */
 static bool bash_busy(const struct bash_view *first, const struct bash_view *last)
 {
 	return !first->ok || !last->ok || last->procs > 0 ||
@@ -161,7 +164,7 @@ void sg_sh_interrupt_command(struct sg_shell *sh, bool *replaced)
 	pthread_mutex_lock(&sh->lock);
 	/* The job list arrives right after the start; without it every
 	 * background job would be signalled too.  Slow only on a slow machine. */
-	sg_sh_wait_locked(sh, sg_now_ms() + SHELL_REPORT_GRACE_MS, NULL, true);
+	sg_sh_wait_locked(sh, sg_now_ms() + SHELL_JOBS_WAIT_MS, NULL, true);
 	pid = sh->bash_pid;
 	memcpy(jobs, sh->jobs, sizeof(jobs));
 	done = sh->completed || sh->state != SH_RUN;

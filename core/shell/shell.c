@@ -665,8 +665,8 @@ static int begin_locked(struct sg_shell *sh, const struct sg_shell_exec *req, js
 	return 0;
 }
 
-int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct sg_call *call,
-		  json_t **result, struct sg_err *err)
+static int shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct sg_call *call,
+		      json_t **result, struct sg_err *err)
 {
 	json_t *unread = NULL;
 	char *line = NULL;
@@ -727,6 +727,18 @@ int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct s
 	if (unread)
 		json_object_set_new(*result, "unread_previous", unread);
 	return 0;
+}
+
+/* The wait is a use of the machine: it does not expire under a command. */
+int sg_shell_exec(struct sg_shell *sh, const struct sg_shell_exec *req, struct sg_call *call,
+		  json_t **result, struct sg_err *err)
+{
+	int rc;
+
+	sg_machine_use_begin(sh->e);
+	rc = shell_exec(sh, req, call, result, err);
+	sg_machine_use_end(sh->e);
+	return rc;
 }
 
 int sg_shell_read(struct sg_shell *sh, size_t max_output, json_t **result, struct sg_err *err)

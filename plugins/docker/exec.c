@@ -38,6 +38,7 @@
 #define DOCKER_KILL_TIMEOUT_MS 10000
 #define DOCKER_DEADLINE_GRACE_MS 800 /* a timed-out command answers by then */
 #define DOCKER_STATUS_MS 12000      /* the status calls after the output ended, on their own clock */
+#define DOCKER_NO_STATUS_MS 5000    /* ... and, with none, asking what the container does */
 
 /* State of one exec while its stream is read. */
 struct docker_exec_state {
@@ -468,6 +469,10 @@ static int docker_no_status(struct docker_ctx *ctx, const char *cid,
 
 	if (rc < 0 && e.code == SG_E_NOTFOUND)
 		return docker_exec_create_fail(ctx, cid, r, 404, NULL, err);
+	if (rc < 0 && e.code == SG_E_TIMEOUT)
+		return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the engine "
+				       "gave no exit status and did not answer an inspect in %d s (it "
+				       "is overloaded); call again", cid, DOCKER_NO_STATUS_MS / 1000);
 	if (rc == 0 && !running)
 		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
 				       "container %.12s is not running: it stopped while the command "
@@ -633,14 +638,17 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	}
 	close(fd);
 	fd = -1;
-	/* The output ended: what the command's status takes is not the
-	 * command's time, which may be all but spent (it ended near its
-	 * timeout); a nested run keeps the outer deadline. */
-	if (!outer)
+	/* The output ended by itself: what the command's status takes is not
+	 * the command's time, which may be all but spent (it ended near its
+	 * timeout).  A timed-out or cancelled command keeps its deadline, and
+	 * a nested run the outer one. */
+	if (!outer && stop == DOCKER_RUNNING)
 		docker_engine_deadline(docker_now_ms() + DOCKER_STATUS_MS);
 	code = docker_exec_wait(ctx, eid);
 	res->exit_code = code;
 	if (code < 0 && stop == DOCKER_RUNNING) {
+		if (!outer)
+			docker_engine_deadline(docker_now_ms() + DOCKER_NO_STATUS_MS);
 		docker_no_status(ctx, cid, r, err);
 		goto out;
 	}

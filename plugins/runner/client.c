@@ -182,8 +182,7 @@ static void rn_deadline(struct timespec *ts, int ms)
 	}
 }
 
-/* Waits for HELLO or death; returns 0 when the runner greeted us. */
-/* 0 on the runner's HELLO, -2 when none came in time and the connection
+/* Waits for HELLO or death: 0 on the runner's HELLO, -2 when none came in time and the connection
  * is still up (a slow start), -1 when it ended. */
 static int rn_wait_hello(struct rn_conn *c, char *why, size_t size)
 {

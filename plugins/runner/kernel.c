@@ -677,13 +677,14 @@ static void kernel_interrupt(struct kernel *k)
 
 /* At kill_at: a kernel that used CPU since its interrupt is busy and goes;
  * one that was idle (a loaded machine left it unscheduled, its answer is
- * on its way) gets RN_KGRACE_SLOW_MS more, once.  True when it is to be
- * killed now. */
+ * on its way) gets RN_KGRACE_SLOW_MS more, once, unless the call was
+ * cancelled (its client stops waiting sooner: the kernel must be free for
+ * the next call by then).  True when it is to be killed now. */
 static bool kernel_kill_due(struct kernel *k, int64_t now)
 {
 	long long t;
 
-	if (k->kill_extended || k->int_ticks < 0)
+	if (k->kill_extended || k->int_ticks < 0 || k->cancelled)
 		return true;
 	t = proc_ticks(k->pid);
 	if (t < 0 || t - k->int_ticks >= RN_KBUSY_TICKS)

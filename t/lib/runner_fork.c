@@ -47,6 +47,15 @@ int tl_runner_start(void *ud, const char *arg, struct rn_conn **out, char *path,
 	}
 	o.build_id = id;
 	tl_runner_pid = fork();
+	if (tl_runner_pid < 0) {
+		err->code = SG_E_IO;
+		err->sys_errno = errno;
+		snprintf(err->msg, sizeof(err->msg), "fork: %s", strerror(errno));
+		tl_runner_pid = 0; /* no runner: a test signals one only after a start */
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	if (tl_runner_pid == 0) {
 		dup2(sv[1], 0);
 		dup2(sv[1], 1);

@@ -325,10 +325,39 @@ static int count_piece(const char *p, size_t n, void *ud)
 	return ++c->n == c->stop ? -1 : 0;
 }
 
+/* The reply of result s (borrowed), alone and in a batch, written with
+ * the placeholder and with the text made up front: the same bytes. */
+static void same_as_made(json_t *id, json_t *s)
+{
+	json_t *lazy, *made, *lb, *mb;
+	char *got, *want;
+	size_t len;
+
+	lazy = sg_rpc_result(id, result_of(json_deep_copy(s)));
+	made = sg_rpc_result(id, result_made(json_deep_copy(s)));
+	got = sg_rpc_dump(lazy, &len);
+	want = json_dumps(made, JSON_COMPACT);
+	assert_non_null(want);
+	assert_string_equal(got, want);
+	assert_int_equal(len, strlen(want));
+	free(got);
+	free(want);
+	lb = json_pack("[o, O, o]", lazy, made, sg_rpc_result(id, result_of(json_deep_copy(s))));
+	mb = json_pack("[O, o, o]", made, made, sg_rpc_result(id, result_made(json_deep_copy(s))));
+	got = sg_rpc_dump(lb, &len);
+	want = json_dumps(mb, JSON_COMPACT);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	json_decref(lb);
+	json_decref(mb);
+}
+
 /* sg_msg_dump() writes the placeholder as the JSON text of the
  * structuredContent beside it, byte for byte what json_dumps() writes for
- * the text made up front: quotes, backslashes, escapes, non-ASCII, nested
- * values, an empty object, in a response and in a batch of them. */
+ * the text made up front: quotes, backslashes, escapes, non-ASCII, NUL in
+ * strings and in keys, nested values, an empty object, in a response and
+ * in a batch of them. */
 static void test_text_of_structured(void **state)
 {
 	const char *specs[] = {
@@ -340,35 +369,22 @@ static void test_text_of_structured(void **state)
 		"{\"k\\\"e\\\\y\\n\":\"\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\\u007f \\u00ff\\u20ac\\ud83d\\ude00\","
 		"\"l\":[\"\\u0000\\\"\",{\"m\":\"\\t\\\\\"}],\"n\":1e300,\"o\":-0.1}",
 	};
-	json_t *id = json_integer(7);
+	json_t *id = json_integer(7), *s, *inner;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
-		json_t *s = json_loads(specs[i], JSON_ALLOW_NUL, NULL);
-		json_t *lazy, *made, *lb, *mb;
-		char *got, *want;
-		size_t len;
-
+		s = json_loads(specs[i], JSON_ALLOW_NUL, NULL);
 		assert_non_null(s);
-		lazy = sg_rpc_result(id, result_of(json_deep_copy(s)));
-		made = sg_rpc_result(id, result_made(json_deep_copy(s)));
-		got = sg_rpc_dump(lazy, &len);
-		want = json_dumps(made, JSON_COMPACT);
-		assert_string_equal(got, want);
-		assert_int_equal(len, strlen(want));
-		free(got);
-		free(want);
-		lb = json_pack("[o, O, o]", lazy, made, sg_rpc_result(id, result_of(json_deep_copy(s))));
-		mb = json_pack("[O, o, o]", made, made, sg_rpc_result(id, result_made(json_deep_copy(s))));
-		got = sg_rpc_dump(lb, &len);
-		want = json_dumps(mb, JSON_COMPACT);
-		assert_string_equal(got, want);
-		free(got);
-		free(want);
-		json_decref(lb);
-		json_decref(mb);
+		same_as_made(id, s);
 		json_decref(s);
 	}
+	/* keys with NUL: only json_object_setn makes them */
+	s = json_object();
+	inner = json_object();
+	assert_int_equal(json_object_setn_new(inner, "c\0", 2, json_string("d")), 0);
+	assert_int_equal(json_object_setn_new(s, "a\0b", 3, inner), 0);
+	same_as_made(id, s);
+	json_decref(s);
 	json_decref(id);
 }
 

@@ -37,8 +37,8 @@
 				       on an idle engine; seconds on a loaded one) */
 #define DOCKER_KILL_TIMEOUT_MS 10000
 #define DOCKER_DEADLINE_GRACE_MS 800 /* a timed-out command answers by then */
-#define DOCKER_STATUS_MS 12000      /* the status calls after the output ended, on their own clock */
-#define DOCKER_NO_STATUS_MS 5000    /* ... and, with none, asking what the container does */
+#define DOCKER_STATUS_MS 3000       /* the status calls after the output ended get at least this */
+#define DOCKER_NO_STATUS_MS 2000    /* ... and, with none, asking what the container does */
 
 /* State of one exec while its stream is read. */
 struct docker_exec_state {
@@ -480,9 +480,9 @@ static int docker_no_status(struct docker_ctx *ctx, const char *cid,
 				       r->persistent ? "; start it with sandbox_env docker_start" : "");
 	if (rc == 0)
 		return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the command's "
-				       "output ended but the engine still reported it running %d s "
-				       "later, so its exit status is unknown (the engine is overloaded); "
-				       "call again", cid, DOCKER_INSPECT_MS / 1000);
+				       "output ended but the engine went on reporting it running, so "
+				       "its exit status is unknown (the engine is overloaded); call "
+				       "again", cid);
 	return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the connection to the "
 			       "docker engine broke before the command ended (no exit status): the "
 			       "engine died or restarted; call again once it is back", cid);
@@ -638,16 +638,18 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	}
 	close(fd);
 	fd = -1;
-	/* The output ended by itself: what the command's status takes is not
-	 * the command's time, which may be all but spent (it ended near its
-	 * timeout).  A timed-out or cancelled command keeps its deadline, and
-	 * a nested run the outer one. */
-	if (!outer && stop == DOCKER_RUNNING)
+	/* The output ended by itself: the calls for the command's status get
+	 * at least DOCKER_STATUS_MS, even when the command ended near its
+	 * timeout (then its deadline is all but spent), and no more than
+	 * that past it: a hung engine holds the caller a little longer only.
+	 * A timed-out or cancelled command keeps its deadline, and a nested
+	 * run the outer one. */
+	if (!outer && until && stop == DOCKER_RUNNING && until < docker_now_ms() + DOCKER_STATUS_MS)
 		docker_engine_deadline(docker_now_ms() + DOCKER_STATUS_MS);
 	code = docker_exec_wait(ctx, eid);
 	res->exit_code = code;
 	if (code < 0 && stop == DOCKER_RUNNING) {
-		if (!outer)
+		if (!outer && until)
 			docker_engine_deadline(docker_now_ms() + DOCKER_NO_STATUS_MS);
 		docker_no_status(ctx, cid, r, err);
 		goto out;

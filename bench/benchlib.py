@@ -50,13 +50,16 @@ class Server:
         self.p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         return r
 
-    def call(self, method, params=None):
+    def _send(self, method, params):
         self.id += 1
         msg = {"jsonrpc": "2.0", "id": self.id, "method": method}
         if params is not None:
             msg["params"] = params
         self.p.stdin.write((json.dumps(msg) + "\n").encode())
         self.p.stdin.flush()
+
+    def call(self, method, params=None):
+        self._send(method, params)
         while True:
             r = json.loads(self.p.stdout.readline())
             if r.get("id") == self.id:
@@ -65,12 +68,7 @@ class Server:
     def call_raw(self, method, params=None):
         """call(), but the reply line as it came (bytes, not parsed): for
         timing what reaches the client apart from the client's decoding."""
-        self.id += 1
-        msg = {"jsonrpc": "2.0", "id": self.id, "method": method}
-        if params is not None:
-            msg["params"] = params
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
+        self._send(method, params)
         while True:
             line = self.p.stdout.readline()
             if f'"id":{self.id},'.encode() in line[:64]:

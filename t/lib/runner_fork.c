@@ -13,6 +13,18 @@
 
 pid_t tl_runner_pid;
 
+const char *tl_config_none(const char *section, const char *key)
+{
+	(void)section;
+	(void)key;
+	return NULL;
+}
+
+const char *tl_state_tmp(void)
+{
+	return "/tmp";
+}
+
 const char *tl_runner_path(void)
 {
 	static char path[4096];

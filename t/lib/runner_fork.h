@@ -11,10 +11,16 @@
 #include <sys/types.h>
 
 #include "plugins/runner/rclient.h"
+#include "t/lib/fakehost.h"
 
 /* The runner's path: $SG_RUNNER, else $SG_TEST_BUILDDIR/sandgate-runner,
  * else ./sandgate-runner (a static buffer). */
 const char *tl_runner_path(void);
+
+/* A host for a test site: fakehost's, no configuration, state in /tmp. */
+const char *tl_config_none(const char *section, const char *key);
+const char *tl_state_tmp(void);
+#define TL_RUNNER_HOST FAKEHOST_API(fakehost_log, tl_config_none, tl_state_tmp)
 
 /* The pid of the last runner tl_runner_start() forked, or 0. */
 extern pid_t tl_runner_pid;

@@ -34,19 +34,7 @@
 
 static char dir[256];
 
-static const char *h_config_get(const char *section, const char *key)
-{
-	(void)section;
-	(void)key;
-	return NULL;
-}
-
-static const char *h_state_dir(void)
-{
-	return "/tmp";
-}
-
-static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
+static const struct sg_host_api host = TL_RUNNER_HOST;
 
 static const struct rnc_ops ops = { .tag = "test", .start = tl_runner_start,
 				    .kill_group = tl_runner_kill_group };

@@ -25,19 +25,7 @@
 #include "t/lib/fakehost.h"
 #include "t/lib/runner_fork.h"
 
-static const char *h_config_get(const char *section, const char *key)
-{
-	(void)section;
-	(void)key;
-	return NULL;
-}
-
-static const char *h_state_dir(void)
-{
-	return "/tmp";
-}
-
-static const struct sg_host_api host = FAKEHOST_API(fakehost_log, h_config_get, h_state_dir);
+static const struct sg_host_api host = TL_RUNNER_HOST;
 
 /* rn_conn_open on a socketpair whose other end says nothing, or hangs up. */
 static int open_against(bool hang_up, char *why, size_t size)

@@ -29,11 +29,12 @@ static int slot_failed(struct sg_entry *e, struct sg_err *err, const char *op)
 #define CHECK_ENTRY(e) \
 	do { if (!(e) || (e)->m.magic != SG_MACHINE_MAGIC) abort(); } while (0)
 
-/* A slot call is a use of the machine from its start to its end: expiry
- * leaves a machine with calls in flight alone, and its idle lifetime (and
- * the backend's own expiry) counts from the end of its last call, so a
- * command longer than the lifetime is not cut off by its own machine's
- * reaping. */
+/* A slot call is a use of the machine from its start to its end: sandgate's
+ * expiry leaves a machine with calls in flight alone, and its idle lifetime
+ * counts from the end of its last call, so a command longer than the
+ * lifetime is not cut off by its own machine's reaping.  (A backend's own
+ * expiry, FC's, is pushed at both ends, as often as its keepalive
+ * interval lets it.) */
 void sg_machine_use_begin(struct sg_entry *e)
 {
 	atomic_fetch_add(&e->inflight, 1);

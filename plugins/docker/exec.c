@@ -471,8 +471,8 @@ static int docker_no_status(struct docker_ctx *ctx, const char *cid,
 		return docker_exec_create_fail(ctx, cid, r, 404, NULL, err);
 	if (rc < 0 && e.code == SG_E_TIMEOUT)
 		return ctx->host->errf(err, SG_E_UNAVAILABLE, "docker exec in %.12s: the engine "
-				       "gave no exit status and did not answer an inspect in %d s (it "
-				       "is overloaded); call again", cid, DOCKER_NO_STATUS_MS / 1000);
+				       "gave no exit status and did not answer an inspect in time (it "
+				       "is overloaded); call again", cid);
 	if (rc == 0 && !running)
 		return ctx->host->errf(err, r->persistent ? SG_E_UNAVAILABLE : SG_E_GONE,
 				       "container %.12s is not running: it stopped while the command "
@@ -640,10 +640,11 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	fd = -1;
 	/* The output ended by itself: the calls for the command's status get
 	 * at least DOCKER_STATUS_MS, even when the command ended near its
-	 * timeout (then its deadline is all but spent), and no more than
-	 * that past it: a hung engine holds the caller a little longer only.
-	 * A timed-out or cancelled command keeps its deadline, and a nested
-	 * run the outer one. */
+	 * timeout (then its deadline is all but spent), and asking what the
+	 * container does when there is no status DOCKER_NO_STATUS_MS more: a
+	 * hung engine holds the caller some 5 s longer at most.  A timed-out or
+	 * cancelled command keeps its deadline, and a nested run the outer
+	 * one. */
 	if (!outer && until && stop == DOCKER_RUNNING && until < docker_now_ms() + DOCKER_STATUS_MS)
 		docker_engine_deadline(docker_now_ms() + DOCKER_STATUS_MS);
 	code = docker_exec_wait(ctx, eid);

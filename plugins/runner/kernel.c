@@ -715,6 +715,10 @@ bool kernel_kill(struct runner *r, uint32_t id, int sig)
 	}
 	k->cancelled = true;
 	kernel_interrupt(k);
+	/* An extension for an idle kernel ends with the cancel: its client
+	 * waits grace and a little, not the extension (kernel_kill_due). */
+	if (k->kill_extended && k->cur && k->kill_at > rn_now_ms() + k->cur->grace_ms)
+		k->kill_at = rn_now_ms() + k->cur->grace_ms;
 	return true;
 }
 

@@ -104,8 +104,17 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 				     s->where, s->ops->plain, e.msg);
 			return 1;
 		}
-		if (e.code == SG_E_TIMEOUT && s->ops->plain)
-			e.code = SG_E_NOTSUP; /* as slow every time: not worth each call's wait */
+		if (e.code == SG_E_TIMEOUT && s->ops->plain) {
+			/* as slow every time: not worth each call's wait */
+			s->state = RNC_FALLBACK;
+			snprintf(s->why, sizeof(s->why), "did not start in time %d times in a row: %s",
+				 RNC_SLOW_STARTS, e.msg);
+			s->host->log(SG_LOG_WARNING, s->ops->tag, "the runner %s %s, so its commands "
+				     "use %s (slower)", s->where, s->why, s->ops->plain);
+			return 1;
+		}
+		if (e.code != SG_E_TIMEOUT)
+			s->slow_starts = 0; /* in a row only */
 		if (e.code != SG_E_NOTSUP || !s->ops->plain) {
 			if (err)
 				*err = e;
@@ -119,6 +128,7 @@ static int rnc_restart_locked(struct rnc_site *s, struct sg_err *err)
 	}
 	s->state = RNC_ACTIVE;
 	s->slow_starts = 0;
+	s->why[0] = '\0';
 	s->start_ms = rnc_ms() - t0;
 	rn_conn_hello(s->conn, &h);
 	s->host->log(SG_LOG_INFO, s->ops->tag, "runner %s %s: pid %ld, build %s, started in "

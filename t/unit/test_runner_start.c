@@ -133,6 +133,24 @@ static void test_site(void)
 	fakehost_ok(rc == 1 && starts == 1, "... and no start is tried again (%d starts)", starts);
 	rnc_site_fini(&s);
 
+	/* in a row: another failure in between starts the count again */
+	rnc_site_init(&s, &host, &with_plain, NULL, "in the test", true, false);
+	{
+		const int codes[] = { SG_E_TIMEOUT, SG_E_TIMEOUT, SG_E_IO, SG_E_TIMEOUT, SG_E_TIMEOUT };
+
+		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+			start_code = codes[i];
+			rnc_site_get(&s, &c, &e);
+		}
+	}
+	fakehost_ok(strcmp(state_of(&s), "not started") == 0,
+		    "two slow starts, a failure, two slow starts: not given up (%s)", state_of(&s));
+	start_code = SG_E_TIMEOUT;
+	rnc_site_get(&s, &c, &e);
+	fakehost_ok(strcmp(state_of(&s), "fallback") == 0, "... the third in a row gives up (%s)",
+		    state_of(&s));
+	rnc_site_fini(&s);
+
 	rnc_site_init(&s, &host, &no_plain, NULL, "in the test", true, false);
 	starts = 0;
 	start_code = SG_E_TIMEOUT;

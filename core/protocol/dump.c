@@ -157,6 +157,8 @@ static int value(struct dump *d, const json_t *v, int depth)
 	size_t i;
 	json_t *e;
 
+	if (!v)
+		return -1; /* as jansson: no value to write (a failed json_pack) */
 	if (v == placeholder)
 		return text_of_structured(d);
 	if (json_is_string(v))

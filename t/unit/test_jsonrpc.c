@@ -245,6 +245,12 @@ static void test_builders_and_dump(void **state)
 	size_t len;
 
 	(void)state;
+	/* no message (a json_pack that failed, as sg_rpc_result(NULL, ...)):
+	 * the internal error, here before any tool result has made the text
+	 * placeholder, and in test_dump_pieces after */
+	text = sg_rpc_dump(NULL, &len);
+	assert_string_equal(text, SG_RPC_CANNOT_SERIALISE);
+	free(text);
 	msg = sg_rpc_result(id, json_string("line1\nline2\r\n\tend \x01"));
 	text = sg_rpc_dump(msg, &len);
 	assert_int_equal(len, strlen(text));
@@ -409,9 +415,17 @@ static void test_dump_pieces(void **state)
 	assert_int_equal(sg_msg_dump(msg, count_piece, &c), 0);
 	assert_true(c.n > 1);
 	assert_int_equal(c.bytes, len);
+	free(whole);
 	c = (struct pieces){ .stop = 3 };
 	assert_int_equal(sg_msg_dump(msg, count_piece, &c), -1);
 	assert_int_equal(c.n, 3);
+	/* no message (a json_pack that failed) is refused, not written as
+	 * anything, before or after the placeholder exists */
+	c = (struct pieces){ 0 };
+	assert_int_equal(sg_msg_dump(NULL, count_piece, &c), -1);
+	assert_int_equal(c.n, 0);
+	whole = sg_rpc_dump(NULL, &len);
+	assert_string_equal(whole, SG_RPC_CANNOT_SERIALISE);
 	free(whole);
 	json_decref(msg);
 }

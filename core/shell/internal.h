@@ -62,6 +62,7 @@ struct sg_shell {
 	long bash_pid;
 	char file[48];              /* where commands are written in the machine */
 	char nonce[33];
+	char int_id[17];            /* the running command's, for its interrupt (interrupt.c) */
 	struct sg_buf scan;         /* bytes not yet classified (in-band mode) */
 	struct sg_buf sline;        /* status channel bytes short of a line */
 	struct sg_headtail out;

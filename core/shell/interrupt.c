@@ -23,7 +23,10 @@
 
 #include "core/shell/internal.h"
 
-/* $1 the shell's pid, $2 the job groups to spare, $3 the signal.  USR2 first;
+/* $1 the shell's pid, $2 the job groups to spare, $3 the signal, $4 the
+ * shell's interrupt file and $5 the id of the command to interrupt, written
+ * there before the USR2 (bash's trap returns only for that command: see
+ * boot_line in shell.c).  USR2 first;
  * then every process group of the shell's children that is not a spared
  * background job gets the signal; a child in the shell's own group (no job
  * control) is signalled alone.  Last it prints what it saw of bash: "view
@@ -33,6 +36,7 @@
  * kernel, waits for its I/O, and KILL takes it when that ends). */
 static const char kill_script[] =
 	"bp=$1 keep=\" $2 \" sig=$3 n=0\n"
+	"printf '%s\\n' \"$5\" > \"$4\" 2>/dev/null\n"
 	"kill -USR2 \"$bp\" 2>/dev/null || exit 0\n"
 	"for d in /proc/[0-9]*; do\n"
 	"  IFS= read -r st < \"$d/stat\" 2>/dev/null || continue\n"
@@ -61,10 +65,11 @@ struct bash_view {
 
 /* Runs a fixed script with a one-shot exec; its standard output goes to
  * out (may be NULL: dropped; else the caller releases it). */
-static int run_script(struct sg_shell *sh, const char *script, const char *a1, const char *a2,
-		      const char *a3, struct sg_buf *out, struct sg_err *err)
+static int run_script(struct sg_shell *sh, const char *script, const char *const a[5],
+		      struct sg_buf *out, struct sg_err *err)
 {
-	const char *argv[] = { "/bin/sh", "-c", script, "sandgate-shell", a1, a2, a3, NULL };
+	const char *argv[] = { "/bin/sh", "-c", script, "sandgate-shell", a[0], a[1], a[2], a[3], a[4],
+			       NULL };
 	struct sg_exec_req req = { .argv = argv, .cwd = "/", .timeout_ms = 15000,
 				   .output_cap = 4096 };
 	struct sg_exec_result res = { 0 };
@@ -78,12 +83,12 @@ static int run_script(struct sg_shell *sh, const char *script, const char *a1, c
 	return rc;
 }
 
-/* One round: signals, and reads the script's view of bash into view (may
- * be NULL). */
+/* One round for the command int_id ("": none): signals, and reads the
+ * script's view of bash into view (may be NULL). */
 static void kill_round(struct sg_shell *sh, long pid, const char *keep, const char *sig,
-		       struct bash_view *view)
+		       const char *int_id, struct bash_view *view)
 {
-	char spid[24], state;
+	char spid[24], intf[sizeof(sh->file) + 8], state;
 	struct sg_buf out = { 0 };
 	struct sg_err err;
 	const char *line;
@@ -93,7 +98,9 @@ static void kill_round(struct sg_shell *sh, long pid, const char *keep, const ch
 	if (pid <= 1)
 		return;
 	snprintf(spid, sizeof(spid), "%ld", pid);
-	if (run_script(sh, kill_script, spid, keep, sig, view ? &out : NULL, &err) < 0) {
+	snprintf(intf, sizeof(intf), "%s.int", sh->file);
+	if (run_script(sh, kill_script, (const char *[5]){ spid, keep, sig, intf, int_id },
+		       view ? &out : NULL, &err) < 0) {
 		SG_WARN("shell %s: interrupting failed: %s", sh->id, err.msg);
 		return;
 	}
@@ -107,7 +114,7 @@ static void kill_round(struct sg_shell *sh, long pid, const char *keep, const ch
 
 void sg_sh_kill_jobs(struct sg_shell *sh, long pid, const char *keep, const char *sig)
 {
-	kill_round(sh, pid, keep, sig, NULL);
+	kill_round(sh, pid, keep, sig, "", NULL);
 }
 
 /* Whether bash is busy rather than slow: it used CPU between the first and
@@ -130,7 +137,7 @@ static void kill_bash(struct sg_shell *sh, long pid)
 	sh->killing = true;
 	pthread_mutex_unlock(&sh->lock);
 	snprintf(spid, sizeof(spid), "%ld", pid);
-	if (run_script(sh, kill_shell_script, spid, "", "", NULL, &err) < 0)
+	if (run_script(sh, kill_shell_script, (const char *[5]){ spid, "", "", "", "" }, NULL, &err) < 0)
 		SG_WARN("shell %s: killing bash failed: %s", sh->id, err.msg);
 	pthread_mutex_lock(&sh->lock);
 	sg_sh_wait_locked(sh, sg_now_ms() + 5000, NULL, false);
@@ -154,7 +161,7 @@ static bool ended_by(struct sg_shell *sh, int64_t deadline)
 
 void sg_sh_interrupt_command(struct sg_shell *sh, bool *replaced)
 {
-	char jobs[sizeof(sh->jobs)];
+	char jobs[sizeof(sh->jobs)], int_id[sizeof(sh->int_id)];
 	long pid;
 	bool done = false;
 	struct bash_view first = { 0 }, last = { 0 };
@@ -167,10 +174,12 @@ void sg_sh_interrupt_command(struct sg_shell *sh, bool *replaced)
 	sg_sh_wait_locked(sh, sg_now_ms() + SHELL_JOBS_WAIT_MS, NULL, true);
 	pid = sh->bash_pid;
 	memcpy(jobs, sh->jobs, sizeof(jobs));
+	memcpy(int_id, sh->int_id, sizeof(int_id));
 	done = sh->completed || sh->state != SH_RUN;
 	pthread_mutex_unlock(&sh->lock);
 	for (int round = 0; !done && round < SHELL_KILL_ROUNDS; round++) {
-		kill_round(sh, pid, jobs, round < 2 ? "TERM" : "KILL", round == 0 ? &first : &last);
+		kill_round(sh, pid, jobs, round < 2 ? "TERM" : "KILL", int_id,
+			   round == 0 ? &first : &last);
 		done = ended_by(sh, sg_now_ms() + (round == 0 ? 1000 : 500));
 	}
 	if (!done && !bash_busy(&first, &last)) {

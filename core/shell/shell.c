@@ -195,14 +195,21 @@ static int shell_open(struct sg_shell *sh, struct sg_stream **st, bool *status_m
 static char *boot_line(const struct sg_shell *sh)
 {
 	/* stderr into stdout in the shell itself, so the order is the shell's;
-	 * job control for process groups; USR2 returns from the sourced file. */
-	static const char setup[] = "exec 2>&1; set -m 2>/dev/null; trap 'return 130 2>/dev/null' USR2; ";
+	 * job control for process groups; USR2 returns from the sourced file,
+	 * but only the command an interrupt was meant for: the interrupt writes
+	 * that command's id (int_id, set as __sg_c before each command) to
+	 * FILE.int first, so a USR2 that reaches bash late (a slow machine, a
+	 * stopped bash) cannot end the next command. */
+	static const char setup[] = "exec 2>&1; set -m 2>/dev/null; __sg_c=; ";
+	char trap[256];
 
+	snprintf(trap, sizeof(trap), "trap '__sg_i=; IFS= read -r __sg_i < %s.int 2>/dev/null; "
+		 "[ \"$__sg_i\" = \"$__sg_c\" ] && return 130 2>/dev/null' USR2; ", sh->file);
 	if (sh->status_mode)
-		return sg_xasprintf("%s: > %s; chmod 600 %s 2>/dev/null; printf '%%s:B:%%s\\n' %s \"$$\" >&%d\n",
-				    setup, sh->file, sh->file, sh->nonce, SHELL_STATUS_FD);
-	return sg_xasprintf("%s: > %s; chmod 600 %s 2>/dev/null; printf '\\037%%s:B:%%s\\n' %s \"$$\"\n",
-			    setup, sh->file, sh->file, sh->nonce);
+		return sg_xasprintf("%s%s: > %s; chmod 600 %s 2>/dev/null; printf '%%s:B:%%s\\n' %s \"$$\" >&%d\n",
+				    setup, trap, sh->file, sh->file, sh->nonce, SHELL_STATUS_FD);
+	return sg_xasprintf("%s%s: > %s; chmod 600 %s 2>/dev/null; printf '\\037%%s:B:%%s\\n' %s \"$$\"\n",
+			    setup, trap, sh->file, sh->file, sh->nonce);
 }
 
 /* Opens the stream, starts bash with its settings, learns its pid.  Called
@@ -593,13 +600,13 @@ static char *command_line(const struct sg_shell *sh, const char *command)
 	char *head, *tail;
 
 	if (sh->status_mode) {
-		head = sg_xasprintf("{ printf '%s:S\\n'; jobs -p; printf '%s:J\\n'; } >&%d; printf '",
-				    sh->nonce, sh->nonce, SHELL_STATUS_FD);
+		head = sg_xasprintf("__sg_c=%s; { printf '%s:S\\n'; jobs -p; printf '%s:J\\n'; } >&%d; printf '",
+				    sh->int_id, sh->nonce, sh->nonce, SHELL_STATUS_FD);
 		tail = sg_xasprintf("\\n' > %s && . %s %d>&- < /dev/null; printf '%s:E:%%d\\n' \"$?\" >&%d\n",
 				    sh->file, sh->file, SHELL_STATUS_FD, sh->nonce, SHELL_STATUS_FD);
 	} else {
-		head = sg_xasprintf("printf '\\037%s:S\\n'; jobs -p; printf '\\037%s:J\\n'; printf '",
-				    sh->nonce, sh->nonce);
+		head = sg_xasprintf("__sg_c=%s; printf '\\037%s:S\\n'; jobs -p; printf '\\037%s:J\\n'; printf '",
+				    sh->int_id, sh->nonce, sh->nonce);
 		tail = sg_xasprintf("\\n' > %s && . %s < /dev/null; printf '\\037%s:E:%%d\\n' \"$?\"\n",
 				    sh->file, sh->file, sh->nonce);
 	}
@@ -656,6 +663,7 @@ static int begin_locked(struct sg_shell *sh, const struct sg_shell_exec *req, js
 	sg_ht_reset(&sh->out, req->max_output);
 	sh->scan.len = 0;
 	sg_random_hex(sh->nonce, 16);
+	sg_random_hex(sh->int_id, 8);
 	sh->phase = PH_START;
 	sh->state = SH_RUN;
 	sh->completed = false;

@@ -22,7 +22,8 @@
  *    output cannot fake the end.  The end marker is found anywhere in the
  *    stream, so output without a final newline is exact.
  *  - Job control (set -m) puts each job in its own process group; an
- *    interrupt signals bash (a USR2 trap returns from the sourced file) and
+ *    interrupt signals bash (a USR2 trap returns from the sourced file when
+ *    the interrupt named the running command) and
  *    kills the groups the command made, through a separate one-shot exec.
  *    A command that will not stop (a builtin loop that ignores the trap)
  *    costs the shell: it is replaced and previous_shell says so; a bash

@@ -189,6 +189,9 @@ async function body(srv, be, mode) {
   // signals has been sent.
   const tag2 = String(100000 + Math.floor(Math.random() * 899999));
   await run(`sleep 300.${tag2}`, { wait: false });
+  // stopped once the sleep runs: a bash stopped before it forks would run
+  // it only when let go, after every round of signals
+  t.ok(await waitFor(async () => (await ps(sid)).includes(`sleep 300.${tag2}`), 5000), 'the sleep runs');
   const stop = await srv.tool('run_command', { command: `kill -STOP ${pid}`, sandbox_id: sid });
   t.is(stop.exit_code, 0, 'bash is stopped from outside');
   const cont = srv.tool('run_command', { command: `sleep 5; kill -CONT ${pid}`, sandbox_id: sid });
@@ -203,6 +206,15 @@ async function body(srv, be, mode) {
   t.ok(!(await waitFor(async () => !(await ps(sid)).includes(`sleep 300.${tag2}`), 3000) === false),
     '... no sleep 300 is left behind', { ps: await ps(sid) });
   t.hasFields(await run('echo alive'), { output: 'alive\n', bash_pid: pid }, '... and the same bash answers the next command');
+
+  // a USR2 that is no interrupt of this command (one of an interrupt's
+  // rounds come late, on a slow machine) does not end it: bash's trap
+  // returns only for the command the interrupt named
+  const late = exec({ command: 'sleep 1; echo fine', shell_id: shell });
+  await sleep(300);
+  await srv.tool('run_command', { command: `kill -USR2 ${pid}`, sandbox_id: sid });
+  t.hasFields((await late).structuredContent ?? {}, { output: 'fine\n', exit_code: 0 },
+    'a stray USR2 does not end the command that runs');
 
   // a builtin loop runs inside bash itself
   await run('while :; do :; done', { wait: false });

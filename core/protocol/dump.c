@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/protocol/dump.h"
@@ -22,15 +23,23 @@
 static json_t *placeholder;
 static pthread_once_t placeholder_once = PTHREAD_ONCE_INIT;
 
+/* Immortal, as jansson's own json_null(): a count of (size_t)-1 makes
+ * json_incref and json_decref leave it alone (jansson.h), so the threads
+ * that put it in their results share it without writing to it (its
+ * count's atomic updates beside json_incref's plain read of it are a data
+ * race to ThreadSanitizer).  Never freed. */
 static void placeholder_init(void)
 {
 	placeholder = json_string("");
+	if (!placeholder)
+		abort(); /* out of memory: the sg_xmalloc policy */
+	placeholder->refcount = (size_t)-1;
 }
 
 json_t *sg_text_of_structured(void)
 {
 	pthread_once(&placeholder_once, placeholder_init);
-	return json_incref(placeholder);
+	return placeholder;
 }
 
 struct dump {

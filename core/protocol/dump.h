@@ -26,9 +26,10 @@ typedef int (*sg_dump_fn)(const char *p, size_t n, void *ud);
 /* The placeholder for a text block's "text" in a tool result
  * {"content": [{"type": "text", "text": PLACEHOLDER}, ...],
  *  "structuredContent": {...}}: it stands for the JSON text (compact) of
- * that structuredContent, as it is when the message is written.  Returns a
- * new reference to one shared value (recognised by identity; its own
- * string is "", what a reader of the unwritten message sees). */
+ * that structuredContent, as it is when the message is written.  Returns
+ * one shared, immortal value (recognised by identity; its own string is "",
+ * what a reader of the unwritten message sees): a reference to it needs no
+ * json_decref, and one is harmless. */
 json_t *sg_text_of_structured(void);
 
 /* Writes msg (borrowed: a message, or an array of them) compact, in pieces

@@ -247,11 +247,39 @@ char *sg_base64_encode(const void *p, size_t n)
 {
 	char *out;
 
-	if (n > (SIZE_MAX / 4) * 3 - 3 || n > INT32_MAX)
+	if (n > (SIZE_MAX / 4) * 3 - 3)
 		oom(n);
 	out = sg_xmalloc(4 * ((n + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)out, p, (int)n);
+	out[sg_base64_encode_to(out, p, n)] = '\0';
 	return out;
+}
+
+size_t sg_base64_encode_to(char *dst, const void *src, size_t n)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = src;
+	char *o = dst;
+	size_t i = 0;
+
+	for (; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		o[0] = a[v >> 18];
+		o[1] = a[(v >> 12) & 63];
+		o[2] = a[(v >> 6) & 63];
+		o[3] = a[v & 63];
+		o += 4;
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+
+		o[0] = a[v >> 18];
+		o[1] = a[(v >> 12) & 63];
+		o[2] = i + 1 < n ? a[(v >> 6) & 63] : '=';
+		o[3] = '=';
+		o += 4;
+	}
+	return (size_t)(o - dst);
 }
 
 static unsigned char b64_alphabet[256];

@@ -79,7 +79,29 @@ void sg_call_free(struct sg_call *c)
 		efd_put(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	sg_mem_release(c->mem_held);
+	json_decref(c->held.ph);
+	free(c->held.data);
 	free(c);
+}
+
+json_t *sg_call_string(struct sg_call *c, char *data, size_t len)
+{
+	json_t *v;
+
+	if (c && c->pieces && !c->held.ph && len >= SG_CALL_HOLD_MIN) {
+		/* A string of its own: its identity is the placeholder's. */
+		c->held.ph = json_string("");
+		if (!c->held.ph)
+			abort(); /* out of memory: the sg_xmalloc policy */
+		c->held.data = data;
+		c->held.len = len;
+		return json_incref(c->held.ph);
+	}
+	v = json_stringn_nocheck(data ? data : "", len);
+	free(data);
+	if (!v)
+		abort();
+	return v;
 }
 
 void sg_call_mem_hold(struct sg_call *c, size_t n)

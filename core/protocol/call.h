@@ -13,6 +13,8 @@
 
 #include <sandgate/plugin.h>
 
+#include "core/protocol/dump.h"
+
 struct sg_session;
 
 struct sg_call {
@@ -28,6 +30,8 @@ struct sg_call {
 	pthread_mutex_t lock;        /* guards last_progress */
 	void *transport_ctx;         /* per-request transport state (HTTP SSE) */
 	size_t mem_held;             /* bytes of [server] memory_budget held, given back by sg_call_free */
+	bool pieces;                 /* its reply alone is written in pieces (send_json): it may hold bytes */
+	struct sg_bytes held;        /* a result string held for the reply (sg_call_string), owned */
 	struct sg_call *next;        /* session's in-flight list */
 };
 
@@ -46,6 +50,17 @@ int sg_call_mem_reserve(struct sg_call *c, size_t n, struct sg_err *err);
 /* Counts n bytes c holds already against the budget, without waiting or
  * refusing (sg_mem_hold). */
 void sg_call_mem_hold(struct sg_call *c, size_t n);
+
+/* A JSON string of the len bytes at data (malloc'd, taken: the call frees
+ * them, or this does at once), valid UTF-8 without NUL (base64, checked
+ * text).  When c's reply is written in pieces (c->pieces), nothing is
+ * held yet and len is at least SG_CALL_HOLD_MIN, the bytes stay where they
+ * are: the value is c->held's placeholder, and the transport writes the
+ * bytes in its place (core/protocol/dump.h).  Else a copy.  c may be NULL.
+ * Returns a new reference (the sg_xmalloc policy: never NULL). */
+json_t *sg_call_string(struct sg_call *c, char *data, size_t len);
+
+#define SG_CALL_HOLD_MIN (1024 * 1024)
 
 /* Marks c cancelled and wakes anyone polling its eventfd.  Idempotent. */
 void sg_call_cancel(struct sg_call *c);

@@ -32,9 +32,25 @@ typedef int (*sg_dump_fn)(const char *p, size_t n, void *ud);
  * json_decref, and one is harmless. */
 json_t *sg_text_of_structured(void);
 
+/* A string of a result too large to copy into jansson (a file read whole:
+ * jansson's copy of its 85 MB of base64 was a third of the read's memory
+ * and time): a value of its own, `ph` (a JSON string "", recognised by
+ * identity), stands in the result where the string belongs, and the
+ * writer writes the bytes in its place.  data[0..len) is valid UTF-8
+ * without NUL, as a *_nocheck string must be.  The holder (struct sg_call)
+ * owns ph's reference and data. */
+struct sg_bytes {
+	json_t *ph;
+	char *data;
+	size_t len;
+};
+
 /* Writes msg (borrowed: a message, or an array of them) compact, in pieces
- * to out, the placeholders replaced.  Returns 0, or -1 when out stopped it
- * or jansson refused a value (what was written by then stays written). */
-int sg_msg_dump(const json_t *msg, sg_dump_fn out, void *ud);
+ * to out, the placeholders replaced: the text block's, and bytes->ph by
+ * bytes->data when bytes is not NULL (ph must be a member of a result or
+ * of its structuredContent: deeper, it would be written as "").  Returns
+ * 0, or -1 when out stopped it or jansson refused a value (what was
+ * written by then stays written). */
+int sg_msg_dump(const json_t *msg, const struct sg_bytes *bytes, sg_dump_fn out, void *ud);
 
 #endif

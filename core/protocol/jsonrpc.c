@@ -157,10 +157,15 @@ char *sg_json_dump(const json_t *j, size_t flags, size_t *len)
 
 char *sg_rpc_dump(const json_t *msg, size_t *len)
 {
+	return sg_rpc_dump_with(msg, NULL, len);
+}
+
+char *sg_rpc_dump_with(const json_t *msg, const struct sg_bytes *bytes, size_t *len)
+{
 	struct sg_buf b = { 0 };
 	char *s = NULL;
 
-	if (sg_msg_dump(msg, dump_cb, &b) == 0 && b.data) {
+	if (sg_msg_dump(msg, bytes, dump_cb, &b) == 0 && b.data) {
 		s = b.data;
 		*len = b.len;
 	} else {

@@ -62,6 +62,11 @@ json_t *sg_rpc_notification(const char *method, json_t *params);
  * jansson refuses becomes an internal error with id null. */
 char *sg_rpc_dump(const json_t *msg, size_t *len);
 
+struct sg_bytes;
+/* The same, with bytes (may be NULL) written where its placeholder is
+ * (sg_msg_dump()). */
+char *sg_rpc_dump_with(const json_t *msg, const struct sg_bytes *bytes, size_t *len);
+
 /* What is sent instead of a message jansson refuses to serialise. */
 #define SG_RPC_CANNOT_SERIALISE \
 	"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"cannot serialise the reply\"}}"

@@ -142,7 +142,7 @@ void sg_session_send(struct sg_session *s, struct sg_call *call, json_t *msg, bo
 		json_decref(msg);
 		return;
 	}
-	data = sg_rpc_dump(msg, &len);
+	data = sg_rpc_dump_with(msg, call ? &call->held : NULL, &len);
 	s->ops->send(s->ctx, call, data, len, final);
 	/* Freed after the send: the message is on its way meanwhile. */
 	free(data);

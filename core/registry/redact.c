@@ -356,6 +356,11 @@ static json_t *scrubbed(json_t *x, json_t *secrets)
 	return out;
 }
 
+char *sg_redact_text(const char *s, size_t n, json_t *secrets, size_t *out_len)
+{
+	return secrets && may_hold(s, n, secrets) ? scrub_text(s, n, secrets, out_len) : NULL;
+}
+
 void sg_redact_scrub(json_t *v, json_t *secrets)
 {
 	const char *k;

@@ -50,4 +50,9 @@ json_t *sg_redact_secrets(json_t *args);
  * sg_redact_secrets(); NULL does nothing) in v's strings. */
 void sg_redact_scrub(json_t *v, json_t *secrets);
 
+/* s[0..n) with every occurrence of each of secrets replaced: a new string
+ * (the caller frees) and its length in *out_len, or NULL when it holds
+ * none (or secrets is NULL). */
+char *sg_redact_text(const char *s, size_t n, json_t *secrets, size_t *out_len);
+
 #endif

@@ -248,6 +248,8 @@ static json_t *start_tool_call(struct sg_session *s, struct sg_rpc_msg *m, struc
 	json_decref(id);
 	json_decref(token);
 	job->call->transport_ctx = rt->ctx;
+	/* A reply in a batch is sent after its call is gone: it holds nothing. */
+	job->call->pieces = !rt->batch && s->ops->send_json;
 	snprintf(job->call->tool, sizeof(job->call->tool), "%s", name);
 	job->tool = tool;
 	/* The arguments are taken out of the message, not copied: a file's

@@ -208,31 +208,51 @@ out:
 
 /* ---- files ------------------------------------------------------------------ */
 
-/* The page of a file of n bytes that starts at byte off: its first k bytes
- * are at p (k at most the limit).  A utf-8 page ends on a character
- * boundary unless that would leave it empty. */
-static json_t *read_page(struct sg_entry *e, const char *full, const char *p, size_t k,
-			 size_t off, size_t n, size_t limit, bool b64)
+/* A page's k bytes, at buf->data + at, as the result's content string:
+ * base64 when b64, else the text (valid UTF-8, no NUL).  The buffer
+ * becomes the string where it can (sg_call_string: held for the reply,
+ * not copied): base64 is encoded in place when the bytes lie far enough
+ * from the buffer's start (read_file_page puts them there), text is moved
+ * to its start.  *buf is left empty then; else it stays the caller's. */
+static json_t *page_content(struct sg_call *call, struct sg_buf *buf, size_t at, size_t k,
+			    bool b64)
 {
+	size_t groups = (k + 2) / 3;
+	char *data;
+
+	if (b64 && !(buf->data && at >= groups && buf->cap >= 4 * groups))
+		return sg_call_string(call, sg_base64_encode(buf->data ? buf->data + at : "", k),
+				      4 * groups);
+	data = buf->data;
+	*buf = (struct sg_buf){ 0 };
+	if (b64)
+		return sg_call_string(call, data, sg_base64_encode_to(data, data + at, k));
+	if (data && at)
+		memmove(data, data + at, k);
+	return sg_call_string(call, data, k);
+}
+
+/* The page of a file of n bytes that starts at byte off: its first k bytes
+ * are at buf->data + at (k at most the limit).  A utf-8 page ends on a
+ * character boundary unless that would leave it empty.  May take the
+ * buffer (page_content). */
+static json_t *read_page(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
+			 struct sg_buf *buf, size_t at, size_t k, size_t off, size_t n, size_t limit,
+			 bool b64)
+{
+	const char *p = buf->data ? buf->data + at : "";
+	bool as64 = b64;
 	json_t *r;
 
-	p = p ? p : "";
 	if (!b64 && off + k < n && sg_utf8_cut_back(p, k))
 		k = sg_utf8_cut_back(p, k);
 	/* Bytes that are not UTF-8 come back as base64, said so explicitly,
 	 * rather than silently altered. */
-	if (b64 || !sg_utf8_valid(p, k)) {
-		char *enc = sg_base64_encode(p, k);
-
-		/* base64 is ASCII: jansson need not check it once more */
-		r = json_pack("{s:s, s:o, s:s, s:I}", "path", full, "content",
-			      json_stringn_nocheck(enc, 4 * ((k + 2) / 3)), "encoding", "base64", "size",
-			      (json_int_t)n);
-		free(enc);
-	} else {
-		r = json_pack("{s:s, s:s%, s:s, s:I}", "path", full, "content", p, k, "encoding",
-			      "utf-8", "size", (json_int_t)n);
-	}
+	if (!b64 && !sg_utf8_valid(p, k))
+		as64 = true;
+	r = json_pack("{s:s, s:o, s:s, s:I}", "path", full, "content",
+		      page_content(t->call, buf, at, k, as64), "encoding", as64 ? "base64" : "utf-8",
+		      "size", (json_int_t)n);
 	if (off)
 		json_object_set_new(r, "offset", json_integer((json_int_t)off));
 	if (off + k < n) {
@@ -249,34 +269,53 @@ static json_t *read_page(struct sg_entry *e, const char *full, const char *p, si
 
 /* Reserves what a read holds ([server] memory_budget): what the backend
  * reads (the page where it reads parts, else the whole file), and the page
- * six times over (the result's string, the reply's text, the message's two
- * copies of it (the text and structuredContent) and the transport's copy
- * of the message; measured: 8 MiB pages, three calls at once, held 175 MiB
- * over idle on HTTP), base64 a third more.  A file that cannot be looked at
- * first counts as the most a read moves.  *rest: what a whole read would
- * hold beyond that, for the fallback to reserve. */
+ * twice where the reply is written in pieces (the page's string, held
+ * for the reply without a copy, and what the transport holds of it), six
+ * times otherwise (the result's string, the reply's text, the message's
+ * two copies of it (the text and structuredContent) and the transport's
+ * copy of the message; measured: 8 MiB pages, three calls at once, held
+ * 175 MiB over idle on HTTP), base64 a third more.  A file that cannot be
+ * looked at first counts as the most a read moves.  *rest: what a whole
+ * read would hold beyond that, for the fallback to reserve; *page: the
+ * page's size when the file could be looked at, else 0. */
 static int reserve_read(struct sg_tool_ctx *t, struct sg_entry *e, const char *full,
 			size_t offset, size_t limit, bool b64, bool ranged, size_t *rest,
-			struct sg_err *err)
+			size_t *page_out, struct sg_err *err)
 {
 	struct sg_stat st = { 0 };
 	struct sg_err serr = { 0 };
 	uint64_t size = file_cap();
-	size_t whole, page;
+	size_t whole, page, copies = t->call && t->call->pieces ? 2 : 6;
 
-	*rest = 0;
+	*rest = *page_out = 0;
 	if (sg_m_file_stat(e, full, t->call, &st, &serr) == 0)
 		size = st.size;
 	else if (serr.code == SG_E_NOTFOUND)
 		return 0; /* the read says so, not the budget */
 	whole = size < file_cap() ? (size_t)size : file_cap();
 	page = offset >= size ? 0 : size - offset < limit ? (size_t)(size - offset) : limit;
+	if (serr.code == SG_E_OK)
+		*page_out = page;
 	if (ranged)
 		*rest = whole > page ? whole - page : 0;
 	whole = ranged ? page : whole;
 	if (b64)
 		page += page / 3 + 4;
-	return sg_call_mem_reserve(t->call, whole + 6 * page, err);
+	return sg_call_mem_reserve(t->call, whole + copies * page, err);
+}
+
+/* A buffer for a base64 page of `page` bytes, read where it is encoded in
+ * place (page_content): the backend appends the bytes after a gap of a
+ * third of their size, and the encoding fills the buffer from its start.
+ * The raw page and its base64 are never held apart. */
+static void b64_page_buf(struct sg_buf *buf, size_t page)
+{
+	size_t gap = (page + 2) / 3;
+
+	buf->cap = 4 * gap + 1;
+	buf->data = sg_xmalloc(buf->cap);
+	buf->len = gap;
+	buf->data[gap] = '\0';
 }
 
 /* The page of path from offset: only the page where the backend reads
@@ -288,18 +327,22 @@ static int read_file_page(struct sg_tool_ctx *t, struct sg_entry *e, const char 
 	struct sg_buf buf = { 0 };
 	bool ranged = SG_HAS(e->m.backend, file_read_at);
 	uint64_t size = 0;
-	size_t rest;
+	size_t rest, page, at = 0;
 	int rc;
 
-	if (reserve_read(t, e, full, offset, limit, b64, ranged, &rest, err) < 0)
+	if (reserve_read(t, e, full, offset, limit, b64, ranged, &rest, &page, err) < 0)
 		return -2;
+	if (ranged && b64 && page >= SG_CALL_HOLD_MIN) {
+		b64_page_buf(&buf, page);
+		at = buf.len;
+	}
 	rc = ranged ? sg_m_file_read_at(e, full, offset, limit, t->call, &buf, &size, err) : -1;
 	if (rc == 0) {
-		size_t k = buf.len < limit ? buf.len : limit;
+		size_t got = buf.len - at, k = got < limit ? got : limit;
 		/* A file whose size says 0 (/proc) still has its bytes from offset. */
 		size_t off = k || offset < size ? offset : (size_t)size;
 
-		*result = read_page(e, full, buf.data, k, off,
+		*result = read_page(t, e, full, &buf, at, k, off,
 				    size > off + k ? (size_t)size : off + k, limit, b64);
 	} else if (!ranged || err->code == SG_E_NOTSUP) {
 		sg_buf_release(&buf);
@@ -311,8 +354,7 @@ static int read_file_page(struct sg_tool_ctx *t, struct sg_entry *e, const char 
 			size_t off = offset < buf.len ? offset : buf.len;
 			size_t k = buf.len - off < limit ? buf.len - off : limit;
 
-			*result = read_page(e, full, buf.data ? buf.data + off : NULL, k, off, buf.len,
-					    limit, b64);
+			*result = read_page(t, e, full, &buf, off, k, off, buf.len, limit, b64);
 		}
 	}
 	sg_buf_release(&buf);

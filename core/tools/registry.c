@@ -340,8 +340,17 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 	 * calls pass none, and pay one walk of their arguments. */
 	json_t *secrets = json_is_object(args) ? sg_redact_secrets(args) : NULL;
 	json_t *result = call_tool(t, tool, args, secrets);
+	struct sg_bytes *held = t->call ? &t->call->held : NULL;
+	size_t len;
+	char *clean;
 
 	sg_redact_scrub(result, secrets);
+	/* the string held for the reply is not in result's strings */
+	if (held && held->ph && (clean = sg_redact_text(held->data, held->len, secrets, &len))) {
+		free(held->data);
+		held->data = clean;
+		held->len = len;
+	}
 	json_decref(secrets);
 	return result;
 }

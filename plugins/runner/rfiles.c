@@ -423,53 +423,194 @@ static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size
  * one version and the tail of another.  After this many, the last error. */
 #define RNC_READ_RESTARTS 8
 
+/* READs in flight at once past a large read's first: the runner finds the
+ * next request waiting as it sends an answer, rather than idling for a
+ * round trip through the engine after each (128 of them for 64 MiB). */
+#define RNC_READ_AHEAD 4
+
+/* What a read has so far: the bytes go to out from base; at is the next
+ * offset; inode and dev say which file (0: none read yet). */
+struct rnc_reading {
+	const char *path;
+	uint64_t offset, at, inode, dev, size;
+	size_t max, base;
+	bool whole;
+	struct sg_buf *out;
+};
+
+/* How a step of a read ended, past the first READ's 0 (read on), 1 (no
+ * runner: the plugin's own way) and -1 (err). */
+enum {
+	RD_REPLACED = 2,  /* the file was replaced: read it again */
+	RD_SERIAL = 3,    /* one READ at a time from here (rnc_read_window) */
+	RD_DONE = 4
+};
+
+/* Takes answer a of READ(at, want) into r.  Returns 0 to read on,
+ * RD_DONE, RD_REPLACED, or -1 with err.  Frees a. */
+static int rnc_read_take(struct rnc_site *s, struct rnc_reading *r, struct rnc_answer *a,
+			 size_t want, struct sg_err *err)
+{
+	int rc = 0;
+
+	if (a->err) {
+		rc = rnc_file_fail(s, "read", r->path, a, err);
+	} else if (r->at > r->offset && (a->inode != r->inode || a->dev != r->dev)) {
+		rc = RD_REPLACED;
+	} else if (r->whole && a->size > r->offset && a->size - r->offset > r->max) {
+		rc = s->host->errf(err, SG_E_TOOBIG, "%s: read %s: the file holds %llu bytes, "
+				   "more than the %zu allowed", s->ops->tag, r->path,
+				   (unsigned long long)(a->size - r->offset), r->max);
+	} else if (a->data_len > want) {
+		rc = s->host->errf(err, SG_E_PROTO, "%s: the runner sent more than asked", s->ops->tag);
+	} else if (a->data_len && s->host->buf_append(r->out, a->data, a->data_len) < 0) {
+		rc = s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
+	} else {
+		r->inode = a->inode;
+		r->dev = a->dev;
+		r->size = a->size;
+		r->at += a->data_len;
+		if (r->at - r->offset >= r->max || r->at >= r->size || a->data_len == 0)
+			rc = RD_DONE;
+	}
+	rnc_answer_free(a);
+	return rc;
+}
+
+/* How much the READ at r->at asks for. */
+static size_t rnc_read_want(const struct rnc_reading *r, uint64_t at)
+{
+	size_t want = r->max - (size_t)(at - r->offset);
+
+	return want < RN_FILE_CHUNK ? want : RN_FILE_CHUNK;
+}
+
+/* Sends READ(at, want) on c: 0 with *q, else as rn_request. */
+static int rnc_read_send(struct rn_conn *c, const char *path, uint64_t at, size_t want,
+			 struct rn_req **q, char *why, size_t size)
+{
+	struct rnc_freq f;
+	int rc = -1;
+
+	rnc_freq_init(&f, "read", RN_FOP_READ, path);
+	rn_put_u64(&f.fields, RN_F_OFFSET, at);
+	rn_put_u32(&f.fields, RN_F_LENGTH, (uint32_t)want);
+	if (!f.fields.oom)
+		rc = rn_request(c, RN_FILE, f.fields.data, f.fields.len, q, why, size);
+	else
+		snprintf(why, size, "out of memory");
+	rn_buf_free(&f.fields);
+	return rc;
+}
+
+/* Reads on from r->at, up to RNC_READ_AHEAD READs in flight on one
+ * connection, until the size the last answer gave.  Returns RD_DONE,
+ * RD_REPLACED, -1 with err, or RD_SERIAL when the window cannot go on (no
+ * connection, a broken one, a short answer): the one-at-a-time way reads
+ * on from r->at, with its retries.  The READs still in flight when it
+ * stops are dropped. */
+static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const struct sg_call *call,
+			   struct sg_err *err)
+{
+	struct rn_req *q[RNC_READ_AHEAD];
+	size_t want[RNC_READ_AHEAD];
+	uint64_t next = r->at, end = r->size < r->offset + r->max ? r->size : r->offset + r->max;
+	struct sg_err e = { 0 };
+	struct rnc_answer a;
+	struct rn_conn *c;
+	unsigned head = 0, n = 0;
+	char why[256];
+	int rc = 0;
+
+	if (rnc_site_get(s, &c, NULL) != 0)
+		return RD_SERIAL;
+	if (!rn_conn_has_cap(c, RN_CAP_FILES)) {
+		rn_conn_put(c);
+		return RD_SERIAL;
+	}
+	while (rc == 0) {
+		while (n < RNC_READ_AHEAD && next < end) {
+			unsigned i = (head + n) % RNC_READ_AHEAD;
+
+			want[i] = rnc_read_want(r, next);
+			if (rnc_read_send(c, r->path, next, want[i], &q[i], why, sizeof(why)) != 0)
+				break;
+			next += want[i];
+			n++;
+		}
+		if (n == 0) {
+			rc = r->at < end ? RD_SERIAL : RD_DONE;
+			break;
+		}
+		memset(&a, 0, sizeof(a));
+		rc = rnc_file_wait(s, q[head], call, &a, &e);
+		rn_req_put(q[head]);
+		if (rc == 0 && a.raw && rnc_answer_parse(&a) < 0) {
+			rnc_answer_free(&a);
+			rc = s->host->errf(&e, SG_E_PROTO, "%s: a malformed file answer from the runner",
+					   s->ops->tag);
+		} else if (rc == 0) {
+			uint64_t from = r->at;
+
+			rc = rnc_read_take(s, r, &a, want[head], &e);
+			/* short of what was asked, not at the end: the READs
+			 * after it would leave a hole, so one at a time on */
+			if (rc == 0 && r->at - from < want[head])
+				rc = RD_SERIAL;
+		} else if (e.code == RNC_E_RETRY) {
+			rc = RD_SERIAL; /* the connection broke: a new runner reads on */
+		}
+		head = (head + 1) % RNC_READ_AHEAD;
+		n--;
+		if (rc == 0 && r->at >= end)
+			rc = RD_DONE;
+	}
+	for (; n > 0; n--, head = (head + 1) % RNC_READ_AHEAD)
+		rn_req_put(q[head]);
+	rn_conn_put(c);
+	if (rc < 0 && err)
+		*err = e;
+	return rc;
+}
+
 static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
 		     bool whole, const struct sg_call *call, struct sg_buf *out, uint64_t *size_out,
 		     struct sg_err *err)
 {
-	size_t base = out->len;
-	uint64_t at = offset, inode = 0, dev = 0;
+	struct rnc_reading r = { .path = path, .offset = offset, .at = offset, .max = max,
+				 .base = out->len, .whole = whole, .out = out };
 	struct rnc_answer a;
 	int rc, restarts = 0;
 
 	for (;;) {
-		size_t got = (size_t)(at - offset), want = max - got;
-		uint64_t size;
+		size_t want = rnc_read_want(&r, r.at);
 
-		rc = rnc_read_once(s, path, at, want, call, &a, err);
+		rc = rnc_read_once(s, path, r.at, want, call, &a, err);
 		if (rc != 0)
 			break;
-		if (got > 0 && (a.inode != inode || a.dev != dev)) {
-			rnc_answer_free(&a);
+		rc = rnc_read_take(s, &r, &a, want, err);
+		/* past the first READ, the rest is known: asked for ahead */
+		if (rc == 0 && r.size > r.at && r.size - r.at > RN_FILE_CHUNK)
+			rc = rnc_read_window(s, &r, call, err);
+		if (rc == RD_REPLACED) {
 			if (++restarts > RNC_READ_RESTARTS) {
 				rc = s->host->errf(err, SG_E_IO, "%s: read %s: the file was replaced "
 						   "%d times while it was read: read it again",
 						   s->ops->tag, path, RNC_READ_RESTARTS);
 				break;
 			}
-			out->len = base;
-			at = offset;
+			out->len = r.base;
+			r.at = offset;
+			r.inode = r.dev = 0;
 			continue;
 		}
-		inode = a.inode;
-		dev = a.dev;
-		size = *size_out = a.size;
-		if (whole && size > offset && size - offset > max)
-			rc = s->host->errf(err, SG_E_TOOBIG, "%s: read %s: the file holds %llu bytes, "
-					   "more than the %zu allowed", s->ops->tag, path,
-					   (unsigned long long)(size - offset), max);
-		else if (a.data_len > want)
-			rc = s->host->errf(err, SG_E_PROTO, "%s: the runner sent more than asked",
-					   s->ops->tag);
-		else if (a.data_len && s->host->buf_append(out, a.data, a.data_len) < 0)
-			rc = s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
-		at += a.data_len;
-		rnc_answer_free(&a);
-		if (rc < 0 || at - offset >= max || at >= size || a.data_len == 0)
+		if (rc != 0 && rc != RD_SERIAL)
 			break;
 	}
+	*size_out = r.size;
+	rc = rc == RD_DONE ? 0 : rc;
 	if (rc != 0)
-		out->len = base;
+		out->len = r.base;
 	if (out->data)
 		out->data[out->len] = '\0';
 	return rc;

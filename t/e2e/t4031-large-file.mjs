@@ -1,7 +1,7 @@
 // A 4 MiB write_file works over stdio and read_file returns it exactly
 // (asked for with limit: the default page is bounded, doc/results.md).
 import { createHash } from 'node:crypto';
-import { t, preflight, sdkClient } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, checkResultShape, resultData } from '../lib/sg.mjs';
 
 const MiB = 1024 * 1024;
 
@@ -27,7 +27,11 @@ t.run(async () => {
   t.is(hash, createHash('sha256').update(content).digest('hex'), 'the file in the sandbox has the same sha256');
   t.is(Number(size), bytes, 'the file in the sandbox has the same size');
   const t1 = Date.now();
-  const r = await srv.tool('read_file', { path: '/workspace/big.txt', limit: bytes }, { timeout: 120000 });
+  // the content is written into the reply where it stands, not copied
+  // (core/protocol/dump.h, struct sg_bytes): in the text block too
+  const rr = await srv.call('read_file', { path: '/workspace/big.txt', limit: bytes }, { timeout: 120000 });
+  checkResultShape(rr, 'read_file of 4 MiB');
+  const r = resultData(rr);
   t.is(r.size, bytes, `read_file of 4 MiB: size (${Date.now() - t1} ms)`);
   t.is(r.encoding, 'utf-8', 'read_file: utf-8');
   t.ok(r.content === content, 'read_file returns the 4 MiB exactly', r.content === content ? undefined
@@ -44,7 +48,10 @@ t.run(async () => {
   t.is(sb.stdout.split(' ')[0], createHash('sha256').update(bin).digest('hex'), 'the 4 MiB binary file is exact in the sandbox');
   const part = bin.subarray(0, 3 * MiB);
   await srv.tool('run_command', { command: 'head -c 3145728 /workspace/big.bin > /workspace/part.bin' });
-  const rb = await srv.tool('read_file', { path: '/workspace/part.bin', encoding: 'base64', limit: 3 * MiB }, { timeout: 120000 });
+  const rbr = await srv.call('read_file', { path: '/workspace/part.bin', encoding: 'base64', limit: 3 * MiB }, { timeout: 120000 });
+  checkResultShape(rbr, 'read_file of 3 MiB (base64)');
+  const rb = resultData(rbr);
+  t.is(rb.encoding, 'base64', 'read_file of 3 MiB: base64');
   t.ok(Buffer.from(rb.content ?? '', 'base64').equals(part), 'a 3 MiB binary file reads back exactly (base64)');
   await srv.client.ping();
   t.pass('the server is still responsive after the large transfers');

@@ -1,7 +1,7 @@
 /*
  * base64 (core/base/util.c, sg_base64_encode and sg_base64_decode, RFC 4648
  * section 4, with padding): every byte value round-trips at every length
- * modulo 3; a decode takes only the alphabet, '=' only as the last one or
+ * modulo 3, and encodes in place the same; a decode takes only the alphabet, '=' only as the last one or
  * two characters, and a length that is a multiple of 4, and refuses the
  * rest with NULL (a write's content never decodes to bytes it did not say).
  */
@@ -38,6 +38,29 @@ static void test_round_trip(void **state)
 		assert_memory_equal(dec, all, n);
 		free(dec);
 		free(enc);
+	}
+}
+
+/* In place: the bytes at the end of a buffer of their encoded size, with
+ * the smallest gap allowed before them ((n + 2) / 3), come out as a
+ * separate encoding does, every length modulo 3. */
+static void test_in_place(void **state)
+{
+	unsigned char all[300];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(all); i++)
+		all[i] = (unsigned char)(i * 7 + 3);
+	for (size_t n = 0; n <= sizeof(all); n++) {
+		size_t gap = (n + 2) / 3, size = 4 * gap;
+		char *want = sg_base64_encode(all, n), *buf = malloc(size + 1);
+
+		assert_true(gap + n <= size);
+		memcpy(buf + gap, all, n);
+		assert_int_equal(sg_base64_encode_to(buf, buf + gap, n), size);
+		assert_memory_equal(buf, want, size);
+		free(buf);
+		free(want);
 	}
 }
 
@@ -86,6 +109,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_known),
 		cmocka_unit_test(test_refused),
 	};

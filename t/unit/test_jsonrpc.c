@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "core/protocol/call.h"
 #include "core/protocol/dump.h"
 #include "core/protocol/jsonrpc.h"
 #include "core/server/exec.h"
@@ -394,6 +395,93 @@ static void test_text_of_structured(void **state)
 	json_decref(id);
 }
 
+/* The strings are scanned eight bytes at a time: every byte that needs an
+ * escape (each below 0x20, '"', '\\'), and its neighbours that do not
+ * (0x20, 0x7f, 0x80, 0xc3 of a two-byte letter), at each place in and
+ * across a word, alone and in runs, are written as jansson writes them. */
+static void test_escapes_everywhere(void **state)
+{
+	static const unsigned char odd[] = { '"', '\\', 0x1f, 0x00, '\n', 0x20, 0x7f };
+	json_t *id = json_integer(9);
+
+	(void)state;
+	for (unsigned c = 0; c < 0x20 + sizeof(odd); c++) {
+		unsigned char b = c < 0x20 ? (unsigned char)c : odd[c - 0x20];
+
+		for (size_t len = 1; len <= 19; len++) {
+			for (size_t at = 0; at < len; at++) {
+				char text[24];
+				json_t *s;
+
+				memset(text, 'A', len);
+				memcpy(text + (len > 4 ? len - 4 : 0), "\xc3\xbc", len > 4 ? 2 : 0);
+				text[at] = (char)b;
+				if (at + 9 < len)
+					text[at + 8] = (char)b; /* the same in the next word */
+				s = json_pack("{s:s%}", "v", text, len);
+				if (!s)
+					continue; /* half a letter: not UTF-8, jansson refuses it */
+				same_as_made(id, s);
+				json_decref(s);
+			}
+		}
+	}
+	json_decref(id);
+}
+
+/* A string held by its call (sg_call_string) is written where its
+ * placeholder stands, in structuredContent and in the text block made
+ * from it, as the string itself would be; a call whose reply is not
+ * written in pieces, or a short string, gets a copy instead. */
+static void test_held_string(void **state)
+{
+	size_t n = SG_CALL_HOLD_MIN + 5, len;
+	char *bytes = malloc(n), *got, *want;
+	struct sg_call *c = sg_call_new(NULL, json_integer(3), NULL, "tools/call");
+	json_t *v, *lazy, *made;
+
+	(void)state;
+	for (size_t i = 0; i < n; i++)
+		bytes[i] = "ab\"\\\n\tz"[i % 7];
+	made = sg_rpc_result(c->id, result_made(json_pack("{s:s%, s:i}", "content", bytes, n, "size", 1)));
+	c->pieces = true;
+	v = sg_call_string(c, bytes, n);
+	assert_ptr_equal(v, c->held.ph);
+	assert_int_equal(json_string_length(v), 0);
+	lazy = sg_rpc_result(c->id, result_of(json_pack("{s:o, s:i}", "content", v, "size", 1)));
+	got = sg_rpc_dump_with(lazy, &c->held, &len);
+	want = json_dumps(made, JSON_COMPACT);
+	assert_int_equal(len, strlen(want));
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	/* one per call: a second is a copy */
+	bytes = malloc(n);
+	memset(bytes, 'x', n);
+	v = sg_call_string(c, bytes, n);
+	assert_ptr_not_equal(v, c->held.ph);
+	assert_int_equal(json_string_length(v), n);
+	json_decref(v);
+	json_decref(lazy);
+	json_decref(made);
+	sg_call_free(c);
+	/* not in pieces, or short: copies */
+	c = sg_call_new(NULL, json_integer(4), NULL, "tools/call");
+	v = sg_call_string(c, strdup("long enough? no, not in pieces"), 30);
+	assert_null(c->held.ph);
+	assert_string_equal(json_string_value(v), "long enough? no, not in pieces");
+	json_decref(v);
+	c->pieces = true;
+	v = sg_call_string(c, strdup("short"), 5);
+	assert_null(c->held.ph);
+	assert_string_equal(json_string_value(v), "short");
+	json_decref(v);
+	v = sg_call_string(NULL, NULL, 0);
+	assert_string_equal(json_string_value(v), "");
+	json_decref(v);
+	sg_call_free(c);
+}
+
 /* The pieces: a large text goes out in more than one, each non-empty, all
  * of it; a writer that stops the dump stops it (-1). */
 static void test_dump_pieces(void **state)
@@ -412,17 +500,17 @@ static void test_dump_pieces(void **state)
 	}
 	msg = sg_rpc_result(json_null(), result_of(big));
 	whole = sg_rpc_dump(msg, &len);
-	assert_int_equal(sg_msg_dump(msg, count_piece, &c), 0);
+	assert_int_equal(sg_msg_dump(msg, NULL, count_piece, &c), 0);
 	assert_true(c.n > 1);
 	assert_int_equal(c.bytes, len);
 	free(whole);
 	c = (struct pieces){ .stop = 3 };
-	assert_int_equal(sg_msg_dump(msg, count_piece, &c), -1);
+	assert_int_equal(sg_msg_dump(msg, NULL, count_piece, &c), -1);
 	assert_int_equal(c.n, 3);
 	/* no message (a json_pack that failed) is refused, not written as
 	 * anything, before or after the placeholder exists */
 	c = (struct pieces){ 0 };
-	assert_int_equal(sg_msg_dump(NULL, count_piece, &c), -1);
+	assert_int_equal(sg_msg_dump(NULL, NULL, count_piece, &c), -1);
 	assert_int_equal(c.n, 0);
 	whole = sg_rpc_dump(NULL, &len);
 	assert_string_equal(whole, SG_RPC_CANNOT_SERIALISE);
@@ -885,6 +973,8 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_builders_and_dump),
 		cmocka_unit_test(test_text_of_structured),
+		cmocka_unit_test(test_escapes_everywhere),
+		cmocka_unit_test(test_held_string),
 		cmocka_unit_test(test_dump_pieces),
 		cmocka_unit_test(test_peek_id),
 		T(test_ids_echoed),

@@ -16,6 +16,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -384,6 +386,72 @@ static void test_sweep(struct rnc_site *s)
 		    "... and goes once the lock ended");
 }
 
+/* Swaps two versions of a file in and out by rename, every 3 ms, until
+ * told to stop. */
+struct swapper {
+	pthread_t th;
+	atomic_bool stop;
+	unsigned swaps;
+};
+
+static void *swap_main(void *arg)
+{
+	struct swapper *w = arg;
+	char tmp[512];
+
+	snprintf(tmp, sizeof(tmp), "%s", at("swap.tmp"));
+	while (!atomic_load(&w->stop)) {
+		const char *from = at(w->swaps % 2 ? "vB" : "vA");
+
+		if (link(from, tmp) == 0 && rename(tmp, at("flip")) == 0)
+			w->swaps++;
+		usleep(3000);
+	}
+	return NULL;
+}
+
+/* A file replaced while it is read (several READs in flight at once): each
+ * read returns one whole version, never the head of one and the tail of
+ * the other, whichever the sizes; or says the file kept being replaced. */
+static void test_replaced_while_read(struct rnc_site *s)
+{
+	size_t na = 3u * RN_FILE_CHUNK + 1000u, nb = 2u * RN_FILE_CHUNK + 7u;
+	unsigned char *va = malloc(na), *vb = malloc(nb);
+	struct swapper w = { .swaps = 0 };
+	struct sg_err e = { 0 };
+	int whole = 0, mixed = 0, gave_up = 0, other = 0;
+
+	atomic_init(&w.stop, false);
+	memset(va, 'a', na);
+	memset(vb, 'b', nb);
+	rnc_file_write(s, at("vA"), va, na, 0, false, NULL, &e);
+	rnc_file_write(s, at("vB"), vb, nb, 0, false, NULL, &e);
+	rnc_file_write(s, at("flip"), va, na, 0, false, NULL, &e);
+	pthread_create(&w.th, NULL, swap_main, &w);
+	for (int i = 0; i < 60 || (whole < 5 && i < 600); i++) {
+		struct sg_buf b = { 0 };
+		int rc = rnc_file_read(s, at("flip"), 0, na, true, NULL, &b, &e);
+
+		if (rc == 0 && ((b.len == na && !memcmp(b.data, va, na)) ||
+				(b.len == nb && !memcmp(b.data, vb, nb))))
+			whole++;
+		else if (rc == 0)
+			mixed++;
+		else if (e.code == SG_E_IO && strstr(e.msg, "replaced"))
+			gave_up++;
+		else
+			other++;
+		sg_buf_release(&b);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(w.th, NULL);
+	fakehost_ok(mixed == 0 && other == 0 && whole >= 5,
+		    "a file replaced %u times while read: %d reads whole, %d gave up, "
+		    "%d mixed, %d failed otherwise", w.swaps, whole, gave_up, mixed, other);
+	free(va);
+	free(vb);
+}
+
 static void test_dead_runner(struct rnc_site *s)
 {
 	struct sg_buf b = { 0 };
@@ -414,6 +482,7 @@ int main(void)
 	}
 	rnc_site_init(&s, &host, &ops, NULL, "in the test", true, false);
 	test_read_write(&s);
+	test_replaced_while_read(&s);
 	test_replace(&s);
 	test_stat_list(&s);
 	test_mkdir_remove_rename(&s);

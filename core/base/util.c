@@ -243,6 +243,33 @@ char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen)
 	return sanitize(p, n, true, NULL, outlen);
 }
 
+/* The word tests are the classic ones ("determine if a word has a byte
+ * less than n", Bit Twiddling Hacks): each is nonzero exactly when some
+ * byte of the word matches; the byte loop then finds which. */
+size_t sg_json_plain(const char *s, size_t n, bool ascii)
+{
+	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, q, b;
+
+		memcpy(&x, s + i, 8);
+		q = x ^ (ones * '"');
+		b = x ^ (ones * '\\');
+		if ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) |
+		     (ascii ? x : 0)) & high)
+			break;
+	}
+	for (; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == '"' || c == '\\' || (ascii && c >= 0x80))
+			break;
+	}
+	return i;
+}
+
 char *sg_base64_encode(const void *p, size_t n)
 {
 	char *out;
@@ -282,41 +309,68 @@ size_t sg_base64_encode_to(char *dst, const void *src, size_t n)
 	return (size_t)(o - dst);
 }
 
-static unsigned char b64_alphabet[256];
+/* Each byte's value in the alphabet plus one; 0 for a byte outside it. */
+static unsigned char b64_value[256];
 static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
 
 static void b64_init(void)
 {
 	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-	for (const char *c = a; *c; c++)
-		b64_alphabet[(unsigned char)*c] = 1;
+	for (int i = 0; a[i]; i++)
+		b64_value[(unsigned char)a[i]] = (unsigned char)(i + 1);
+}
+
+size_t sg_base64_decode_to(void *dst, const char *s, size_t n)
+{
+	const unsigned char *in = (const unsigned char *)s;
+	unsigned char *o = dst;
+	size_t pad = 0, body, i;
+
+	if (n % 4 != 0)
+		return (size_t)-1;
+	pthread_once(&b64_once, b64_init);
+	/* Up to two '=' end it; every other byte is of the alphabet. */
+	while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
+		pad++;
+	body = n - pad;
+	for (i = 0; i + 4 <= body; i += 4) {
+		unsigned a = b64_value[in[i]], b = b64_value[in[i + 1]];
+		unsigned c = b64_value[in[i + 2]], d = b64_value[in[i + 3]];
+
+		if (!a || !b || !c || !d)
+			return (size_t)-1;
+		a = (a - 1) << 18 | (b - 1) << 12 | (c - 1) << 6 | (d - 1);
+		o[0] = (unsigned char)(a >> 16);
+		o[1] = (unsigned char)(a >> 8);
+		o[2] = (unsigned char)a;
+		o += 3;
+	}
+	if (i < body) { /* the last group: two or three characters, then '=' */
+		unsigned a = b64_value[in[i]], b = b64_value[in[i + 1]];
+		unsigned c = body - i == 3 ? b64_value[in[i + 2]] : 1;
+
+		if (!a || !b || !c)
+			return (size_t)-1;
+		a = (a - 1) << 18 | (b - 1) << 12 | (c - 1) << 6;
+		*o++ = (unsigned char)(a >> 16);
+		if (body - i == 3)
+			*o++ = (unsigned char)(a >> 8);
+	}
+	return (size_t)(o - (unsigned char *)dst);
 }
 
 void *sg_base64_decode(const char *s, size_t *len)
 {
-	size_t n = strlen(s), pad = 0, body;
-	unsigned char *out;
-	int r;
+	size_t n = strlen(s);
+	unsigned char *out = sg_xmalloc(n / 4 * 3 + 1);
+	size_t k = sg_base64_decode_to(out, s, n);
 
-	if (n % 4 != 0 || n > INT32_MAX)
-		return NULL;
-	pthread_once(&b64_once, b64_init);
-	/* Up to two '=' end it; every other byte is of the alphabet (one
-	 * table look-up a byte: this runs over whole files). */
-	while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
-		pad++;
-	body = n - pad;
-	for (size_t i = 0; i < body; i++)
-		if (!b64_alphabet[(unsigned char)s[i]])
-			return NULL;
-	out = sg_xmalloc(n / 4 * 3 + 1);
-	r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-	if (r < 0) {
+	if (k == (size_t)-1) {
 		free(out);
 		return NULL;
 	}
-	*len = (size_t)r - pad;
+	*len = k;
 	return out;
 }
 

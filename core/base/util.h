@@ -56,6 +56,12 @@ char *sg_utf8_sanitize_keep_nul(const char *p, size_t n, size_t *outlen);
 /* True when p[0..n) is valid UTF-8 without NUL bytes. */
 bool sg_utf8_valid(const char *p, size_t n);
 
+/* How many of the n bytes at s stand in a JSON string as they are: none
+ * below 0x20, '"' or '\\' (RFC 8259 section 7), nor, with ascii, 0x80 or
+ * above (where a reader checks UTF-8 itself).  Eight bytes at a time: a
+ * file's content is tens of megabytes of such bytes. */
+size_t sg_json_plain(const char *s, size_t n, bool ascii);
+
 /* Base64 (RFC 4648 section 4).  encode returns a new string (caller frees).
  * decode returns a new buffer and its length in *len, or NULL when the input
  * is not base64. */
@@ -69,6 +75,11 @@ char *sg_base64_encode(const void *p, size_t n);
  * bytes at its end is encoded in place. */
 size_t sg_base64_encode_to(char *dst, const void *src, size_t n);
 void *sg_base64_decode(const char *s, size_t *len);
+/* Decodes the n characters at s into dst (at most n / 4 * 3 bytes); dst
+ * may be s itself (each group of four is read before its three are
+ * written, behind it).  Returns the byte count, or (size_t)-1 when s is
+ * not base64 (dst then holds a part of the bytes: the caller drops it). */
+size_t sg_base64_decode_to(void *dst, const char *s, size_t n);
 
 /* Clocks: monotonic milliseconds, and wall-clock unix seconds. */
 int64_t sg_now_ms(void);

@@ -299,8 +299,7 @@ static int decode(const char *start, const char *end, struct sg_bulk *b)
 		size_t k;
 		int w;
 
-		while (p < stop && *p >= 0x20 && *p < 0x80 && *p != '\\' && *p != '"')
-			p++;
+		p += sg_json_plain((const char *)p, (size_t)(stop - p), true);
 		memcpy(out + n, run, (size_t)(p - run));
 		n += (size_t)(p - run);
 		since += (size_t)(p - run);
@@ -345,6 +344,7 @@ void sg_bulk_free(struct sg_bulk *b)
 
 		free(b->key);
 		free(b->data);
+		json_decref(b->digest);
 		free(b);
 		b = next;
 	}

@@ -29,6 +29,10 @@ struct sg_bulk {
 	char *key;               /* the member of params.arguments, owned */
 	char *data;              /* its decoded bytes, NUL-terminated, owned */
 	size_t len;
+	/* The audit's digest of data as it came (sg_redact_digest()), taken
+	 * by a tool that then changed data in place (sg_tool_take_bulk()),
+	 * or NULL; owned. */
+	json_t *digest;
 	struct sg_bulk *next;
 };
 

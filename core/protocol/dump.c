@@ -11,10 +11,10 @@
 #include "config.h"
 
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/util.h"
 #include "core/protocol/dump.h"
 
 /* The levels walked: batch array, message, result, content or
@@ -60,33 +60,6 @@ static int whole(struct dump *d, const json_t *v)
 	return json_dump_callback(v, d->out, d->ud, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
-/* How many of the n bytes at s need no escape in a JSON string (none is
- * below 0x20, '"' or '\\'), eight at a time: a file's base64 is tens of
- * megabytes of such bytes, and a byte loop over it was a quarter of a
- * large read's time.  The word tests are the classic ones ("determine if
- * a word has a byte less than n", Bit Twiddling Hacks): each is nonzero
- * exactly when some byte of the word matches; the byte loop then finds it. */
-static size_t plain_run(const char *s, size_t n)
-{
-	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t x, q, b, hit;
-
-		memcpy(&x, s + i, 8);
-		q = x ^ (ones * '"');
-		b = x ^ (ones * '\\');
-		hit = ((x - ones * 0x20) & ~x & high) | ((q - ones) & ~q & high) |
-		      ((b - ones) & ~b & high);
-		if (hit)
-			break;
-	}
-	while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
-		i++;
-	return i;
-}
-
 /* A JSON string of the n bytes at s, escaped as jansson's dump_string escapes with
  * JSON_COMPACT: '"', '\\', \b \f \n \r \t, other bytes below 0x20 as
  * \u00XX (upper-case hex); everything else as it is.  The bytes are valid
@@ -106,7 +79,7 @@ static int string(struct dump *d, const char *s, size_t n)
 		char seq[6] = { '\\', 0 };
 		size_t k = 2;
 
-		i += plain_run(s + i, n - i);
+		i += sg_json_plain(s + i, n - i, false);
 		if (i == n)
 			break;
 		c = (unsigned char)s[i];
@@ -145,7 +118,7 @@ static int escaped(const char *p, size_t n, void *ud)
 	size_t run = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		i += plain_run(p + i, n - i); /* compact JSON: no control bytes */
+		i += sg_json_plain(p + i, n - i, false); /* compact JSON: no control bytes */
 		if (i == n)
 			break;
 		if (p[i] != '"' && p[i] != '\\')

@@ -383,7 +383,8 @@ static void row_details(struct row *r)
 	details = src ? sg_redact(src) : json_object();
 	/* a large argument came apart from the others: its hash from its bytes */
 	for (const struct sg_bulk *k = r->bulk; k; k = k->next)
-		json_object_set_new(details, k->key, sg_redact_digest(k->data, k->len));
+		json_object_set_new(details, k->key,
+				    k->digest ? json_incref(k->digest) : sg_redact_digest(k->data, k->len));
 	r->details = json_dumps(details, JSON_COMPACT);
 	json_decref(details);
 done:

@@ -431,12 +431,17 @@ static int tool_write_file(struct sg_tool_ctx *t, json_t *args, json_t **result,
 	}
 	data = text;
 	if (strcmp(encoding, "base64") == 0) {
-		decoded = sg_base64_decode(data, &len);
-		if (!decoded) {
+		char *bulk = sg_tool_take_bulk(t, "content", &len);
+
+		/* a large content is decoded where it lies: no second buffer */
+		if (bulk)
+			len = sg_base64_decode_to(bulk, bulk, len);
+		else if ((decoded = sg_base64_decode(data, &len)))
+			data = decoded;
+		if (!decoded && (!bulk || len == (size_t)-1)) {
 			sg_errf(err, SG_E_INVAL, "argument 'content' is not valid base64 (RFC 4648): encode the bytes, or use \"encoding\": \"utf-8\" for text");
 			goto out;
 		}
-		data = decoded;
 	}
 	if (len > file_cap()) {
 		sg_errf(err, SG_E_TOOBIG, "argument 'content' is %zu bytes, more than [sandbox] max_file_bytes (%zu)",

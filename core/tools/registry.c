@@ -372,6 +372,20 @@ int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name
 	return 0;
 }
 
+char *sg_tool_take_bulk(struct sg_tool_ctx *t, const char *name, size_t *len)
+{
+	struct sg_bulk *b = t ? t->bulk : NULL;
+
+	for (; b && strcmp(b->key, name); b = b->next)
+		;
+	if (!b)
+		return NULL;
+	if (!b->digest)
+		b->digest = sg_redact_digest(b->data, b->len);
+	*len = b->len;
+	return b->data;
+}
+
 /* ---- the session's default machine ---------------------------------------- */
 
 static int create_default(struct sg_tool_ctx *t, struct sg_entry **out, struct sg_err *err)

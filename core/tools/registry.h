@@ -24,7 +24,7 @@ struct sg_bulk;
 struct sg_tool_ctx {
 	struct sg_session *s;
 	struct sg_call *call;
-	const struct sg_bulk *bulk; /* the call's large argument, or NULL (core/protocol/bulk.h) */
+	struct sg_bulk *bulk; /* the call's large argument, or NULL (core/protocol/bulk.h) */
 };
 
 /* A handler fills *result with a new JSON object (the structured result) and
@@ -108,6 +108,13 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
  * call. */
 int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name, bool required,
 		     const char **p, size_t *len, struct sg_err *err);
+
+/* The large argument `name` as the tool's to change in place (a base64
+ * content decoded where it lies, rather than into a second buffer of its
+ * size), its audit digest taken first; its length in *len.  NULL when the
+ * argument did not come apart from the message (use sg_tool_text_arg()).
+ * The bytes are the call's, valid until it ends. */
+char *sg_tool_take_bulk(struct sg_tool_ctx *t, const char *name, size_t *len);
 
 /* ---- machines ------------------------------------------------------------ */
 /* The machine a call addresses: args' sandbox_id when given (not changing

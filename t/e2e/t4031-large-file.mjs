@@ -53,6 +53,15 @@ t.run(async () => {
   const rb = resultData(rbr);
   t.is(rb.encoding, 'base64', 'read_file of 3 MiB: base64');
   t.ok(Buffer.from(rb.content ?? '', 'base64').equals(part), 'a 3 MiB binary file reads back exactly (base64)');
+  // a large base64 content is decoded where it lies: one that is not
+  // base64 past its first megabytes is refused whole, the file untouched
+  const bad = bin.toString('base64');
+  const badRes = await srv.call('write_file', { path: '/workspace/big.bin', encoding: 'base64',
+    content: `${bad.slice(0, 3 * MiB)}!${bad.slice(3 * MiB + 1)}` }, { timeout: 120000 });
+  t.ok(badRes.isError && /'content' is not valid base64/.test(badRes.content?.[0]?.text ?? ''),
+    'a 5 MiB content that is not base64 near its end: refused, naming the argument', badRes.content);
+  const sb2 = await srv.tool('run_command', { command: 'sha256sum < /workspace/big.bin' });
+  t.is(sb2.stdout.split(' ')[0], createHash('sha256').update(bin).digest('hex'), '... and the file is as it was');
   await srv.client.ping();
   t.pass('the server is still responsive after the large transfers');
   await srv.close();

@@ -114,6 +114,9 @@ static void test_decoded_as_jansson(void **state)
 	/* every short escape, \u escapes (2, 3 bytes), a surrogate pair, raw UTF-8 */
 	sg_bulk_free(agree("q\\\"b\\\\s\\/f\\bf\\fn\\nr\\rt\\t\\u00e9\\u20ac\\ud83d\\ude00\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 ",
 			   ",\"encoding\":\"utf-8\"", true));
+	/* DEL (plain) and U+0080 (two bytes) at every place in a word: the
+	 * plain runs are found eight bytes at a time */
+	sg_bulk_free(agree("ab\x7f" "cd\xc2\x80" "ef", "", true));
 	/* a literal ending in an escaped backslash, then more members */
 	sg_bulk_free(agree("x\\\\", ",\"z\":[1,{\"a\":\"}\"}]", true));
 	/* plain runs longer than a release step (decoded in steps), with
@@ -139,6 +142,12 @@ static void test_refused_as_jansson(void **state)
 	assert_null(agree("a\\u0000b", "", true));         /* NUL */
 	assert_null(agree("a\\xb", "", true));             /* an unknown escape */
 	assert_null(agree("a\x01" "b", "", true));         /* a raw control character */
+	for (int k = 0; k < 16; k++) {                   /* the same, at each place in a word */
+		char piece[24];
+
+		snprintf(piece, sizeof(piece), "%.*s\x1f" "b", k, "aaaaaaaaaaaaaaaa");
+		assert_null(agree(piece, "", true));
+	}
 	assert_null(agree("a\xc0\xafz", "", true));        /* overlong UTF-8 */
 	assert_null(agree("a\xed\xa0\x80z", "", true));    /* a UTF-8 surrogate */
 	assert_null(agree("abc", ",\"path\":}", true));    /* the rest is not JSON */

@@ -59,6 +59,26 @@ t.run(async () => {
   const sum = await srv.tool('run_command', { command: 'sha256sum < /workspace/big.txt; stat -c %s /workspace/big.txt' });
   t.is(sum.stdout, `${sha(content)}  -\n${bytes}\n`, 'the file in the sandbox has the same sha256 and size');
 
+  // base64: decoded where it lies, its row's hash made first (of the
+  // base64 as sent); the peak is the message's own size, no second copy
+  const bin = Buffer.alloc(24 * MB);
+  for (let i = 0; i < bin.length; i++) bin[i] = (i * 2654435761) >>> 24;
+  const b64 = bin.toString('base64');
+  const idle2 = kb(pid, 'VmRSS');
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  const wb = await srv.tool('write_file', { path: '/workspace/big.bin', content: b64, encoding: 'base64' }, { timeout: 300000 });
+  const peak2 = kb(pid, 'VmHWM');
+  t.is(wb.bytes_written, bin.length, `write_file of ${bin.length} bytes as base64: bytes_written`);
+  const rss2 = `peak RSS ${Math.round((peak2 - idle2) / 1024)} MiB above idle`;
+  if (process.env.ASAN_OPTIONS) {
+    t.diag(`${rss2} under AddressSanitizer: not measured against the content`);
+  } else {
+    t.cmp((peak2 - idle2) * 1024, '<', b64.length + 8 * 1048576,
+      `${rss2} is under the base64's size (${Math.round(b64.length / 1048576)} MiB) and 8 MiB`);
+  }
+  const sumb = await srv.tool('run_command', { command: 'sha256sum < /workspace/big.bin' });
+  t.is(sumb.stdout, `${sha(bin)}  -\n`, 'the base64 write landed byte for byte');
+
   const small = text(3 * MB);
   const fw = await srv.tool('sandbox_file_write', { path: '/workspace/b.txt', content: small }, { timeout: 120000 });
   t.is(fw.status, 'ok', 'sandbox_file_write of 3 MB');
@@ -76,6 +96,7 @@ t.run(async () => {
   const rows = await sql(db, "SELECT tool, details FROM audit WHERE tool IN ('write_file', 'sandbox_file_write') ORDER BY id");
   t.deepEqual(rows.map((x) => [x.tool, JSON.parse(x.details).content]), [
     ['write_file', { hmac_sha256: mac(content), len: bytes }],
+    ['write_file', { hmac_sha256: mac(b64), len: b64.length }],
     ['sandbox_file_write', { hmac_sha256: mac(small), len: Buffer.byteLength(small) }],
   ], 'each large write\'s row holds its content\'s keyed hash and length');
   t.is(JSON.parse(rows[0]?.details ?? '{}').path, '/workspace/big.txt', '... and its other arguments as they are');

@@ -392,18 +392,15 @@ struct swapper {
 	pthread_t th;
 	atomic_bool stop;
 	unsigned swaps;
+	char v[2][512], tmp[512], flip[512]; /* made before the thread: at() is not thread-safe */
 };
 
 static void *swap_main(void *arg)
 {
 	struct swapper *w = arg;
-	char tmp[512];
 
-	snprintf(tmp, sizeof(tmp), "%s", at("swap.tmp"));
 	while (!atomic_load(&w->stop)) {
-		const char *from = at(w->swaps % 2 ? "vB" : "vA");
-
-		if (link(from, tmp) == 0 && rename(tmp, at("flip")) == 0)
+		if (link(w->v[w->swaps % 2], w->tmp) == 0 && rename(w->tmp, w->flip) == 0)
 			w->swaps++;
 		usleep(3000);
 	}
@@ -427,6 +424,10 @@ static void test_replaced_while_read(struct rnc_site *s)
 	rnc_file_write(s, at("vA"), va, na, 0, false, NULL, &e);
 	rnc_file_write(s, at("vB"), vb, nb, 0, false, NULL, &e);
 	rnc_file_write(s, at("flip"), va, na, 0, false, NULL, &e);
+	snprintf(w.v[0], sizeof(w.v[0]), "%s", at("vA"));
+	snprintf(w.v[1], sizeof(w.v[1]), "%s", at("vB"));
+	snprintf(w.tmp, sizeof(w.tmp), "%s", at("swap.tmp"));
+	snprintf(w.flip, sizeof(w.flip), "%s", at("flip"));
 	pthread_create(&w.th, NULL, swap_main, &w);
 	for (int i = 0; i < 60 || (whole < 5 && i < 600); i++) {
 		struct sg_buf b = { 0 };

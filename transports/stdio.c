@@ -29,6 +29,26 @@
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool out_broken;
 
+/* A request at least this large widens stdin (widen_pipe); a reply that
+ * overflows OUT_CHUNK widens stdout. */
+#define WIDE_MESSAGE (1024 * 1024)
+
+/* A pipe holds 64 KiB by default (pipe(7)): a 170 MB reply or an 85 MB
+ * request crossed it in 2,700 or 1,300 writer-reader hand-overs, each a
+ * wake-up of the other side.  1 MiB is the most an unprivileged process
+ * may ask for by default (/proc/sys/fs/pipe-max-size).  Only a pipe that
+ * carries a large message is widened, once: the pages count against the
+ * user's pipe quota (pipe-user-pages-soft, 64 MiB), which many idle
+ * sessions must not spend.  Anything else (not a pipe, a lower limit, the
+ * quota spent) keeps the pipe as it is. */
+static void widen_pipe(int fd, atomic_bool *done)
+{
+	if (!atomic_exchange(done, true))
+		(void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+}
+
+static atomic_bool in_wide, out_wide;
+
 /* Writes the message and its newline in one writev, under the lock, so
  * concurrent replies never interleave and the client is woken once. */
 static void write_line(const char *data, size_t len)
@@ -97,6 +117,7 @@ static int out_piece(const char *p, size_t n, void *ud)
 		write_all(out_buf, out_len);
 		out_len = 0;
 		out_flushed = true;
+		widen_pipe(STDOUT_FILENO, &out_wide);
 		if (n >= OUT_CHUNK) {
 			write_all(p, n);
 			return out_broken ? -1 : 0;
@@ -267,6 +288,8 @@ static int read_some(struct sg_lines *r)
 	if (n <= 0)
 		return 0;
 	sg_lines_added(r, (size_t)n);
+	if (r->len - r->off >= WIDE_MESSAGE)
+		widen_pipe(STDIN_FILENO, &in_wide);
 	return 1;
 }
 
@@ -418,17 +441,6 @@ static void close_events(void)
 	}
 }
 
-/* A pipe holds 64 KiB by default (pipe(7)): a 170 MB reply or an 85 MB
- * request crossed it in 2,700 or 1,300 writer-reader hand-overs, each a
- * wake-up of the other side.  1 MiB is the most an unprivileged process
- * may ask for by default (/proc/sys/fs/pipe-max-size); anything else
- * (not a pipe, a lower limit, the user's pipe quota spent) keeps the pipe
- * as it is. */
-static void widen_pipe(int fd)
-{
-	(void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
-}
-
 int sg_stdio_run(void)
 {
 	char owner[64];
@@ -437,8 +449,6 @@ int sg_stdio_run(void)
 	/* No child may inherit the protocol channel. */
 	fcntl(STDIN_FILENO, F_SETFD, FD_CLOEXEC);
 	fcntl(STDOUT_FILENO, F_SETFD, FD_CLOEXEC);
-	widen_pipe(STDIN_FILENO);
-	widen_pipe(STDOUT_FILENO);
 	sg_lines_init(&rd.r, (size_t)sg_config_int("server", "max_message_bytes", 256LL << 20));
 	snprintf(owner, sizeof(owner), "local:%ld", (long)getuid());
 	rd.s = sg_session_new(&stdio_ops, NULL, owner);

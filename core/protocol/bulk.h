@@ -31,7 +31,8 @@ struct sg_bulk {
 	size_t len;
 	/* The audit's digest of data as it came (sg_redact_digest()), taken
 	 * by a tool that then changed data in place (sg_tool_take_bulk()),
-	 * or NULL; owned. */
+	 * or NULL; owned.  Once it is set, data and len are the tool's: no
+	 * one reads them as the argument again. */
 	json_t *digest;
 	struct sg_bulk *next;
 };

@@ -269,8 +269,9 @@ static json_t *read_page(struct sg_tool_ctx *t, struct sg_entry *e, const char *
 
 /* Reserves what a read holds ([server] memory_budget): what the backend
  * reads (the page where it reads parts, else the whole file), and the page
- * twice where the reply is written in pieces (the page's string, held
- * for the reply without a copy, and what the transport holds of it), six
+ * twice where the reply is written in pieces (the page's string, held for
+ * the reply without a copy when it is large, else encoded apart and copied
+ * into jansson), six
  * times otherwise (the result's string, the reply's text, the message's
  * two copies of it (the text and structuredContent) and the transport's
  * copy of the message; measured: 8 MiB pages, three calls at once, held
@@ -337,6 +338,9 @@ static int read_file_page(struct sg_tool_ctx *t, struct sg_entry *e, const char 
 		at = buf.len;
 	}
 	rc = ranged ? sg_m_file_read_at(e, full, offset, limit, t->call, &buf, &size, err) : -1;
+	if (rc == 0 && buf.len < at) /* the plugin did not append (plugin.h) */
+		rc = sg_errf(err, SG_E_PROTO, "%s: the backend's file_read_at replaced the buffer "
+			     "it was to append to", full);
 	if (rc == 0) {
 		size_t got = buf.len - at, k = got < limit ? got : limit;
 		/* A file whose size says 0 (/proc) still has its bytes from offset. */

@@ -363,6 +363,8 @@ int sg_tool_text_arg(const struct sg_tool_ctx *t, json_t *args, const char *name
 	*len = 0;
 	if (sg_arg_str(args, name, required, p, err) < 0)
 		return -1;
+	if (b && b->digest) /* taken (sg_tool_take_bulk): its bytes changed */
+		return sg_errf(err, SG_E_INTERNAL, "argument '%s' was read twice", name);
 	if (b) {
 		*p = b->data;
 		*len = b->len;

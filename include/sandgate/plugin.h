@@ -128,8 +128,10 @@ enum sg_log_level {
 	SG_LOG_EMERGENCY
 };
 
-/* A growable byte buffer.  The core initialises it ({0}) and frees it with
- * host->buf_release(); a plugin appends with host->buf_append().  `data` is
+/* A growable byte buffer.  The core initialises it and frees it with
+ * host->buf_release(); a plugin appends with host->buf_append(), after
+ * whatever it holds already (file_read_at may get one whose first bytes
+ * the core set aside), and never replaces or empties it.  `data` is
  * always NUL-terminated after an append (the NUL is not counted in len). */
 struct sg_buf {
 	char *data;
@@ -694,7 +696,9 @@ struct sg_backend {
 	/* --- ABI 2.1+: append only ---------------------------------------------- */
 
 	/* range (ABI 2.2).  Reads at most len bytes of path from byte offset,
-	 * appended to out, following links as file_read does, and sets *size
+	 * appended to out (after the len bytes it may hold already: the
+	 * core reads a large page in place for its encoding, and refuses a
+	 * buffer left shorter), following links as file_read does, and sets *size
 	 * to the whole file's size as the same open saw it: a page of a large
 	 * file costs the page, not the file (read_file's default page of a
 	 * 64 MiB file took 1.1 s through file_read).  An offset at or past the

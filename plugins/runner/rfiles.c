@@ -435,6 +435,7 @@ struct rnc_reading {
 	uint64_t offset, at, inode, dev, size;
 	size_t max, base;
 	bool whole;
+	bool serial;       /* an answer came short: one READ at a time to the end */
 	struct sg_buf *out;
 };
 
@@ -555,8 +556,10 @@ static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const stru
 			rc = rnc_read_take(s, r, &a, want[head], &e);
 			/* short of what was asked, not at the end: the READs
 			 * after it would leave a hole, so one at a time on */
-			if (rc == 0 && r->at - from < want[head])
+			if (rc == 0 && r->at - from < want[head]) {
+				r->serial = true;
 				rc = RD_SERIAL;
+			}
 		} else if (e.code == RNC_E_RETRY) {
 			rc = RD_SERIAL; /* the connection broke: a new runner reads on */
 		}
@@ -590,7 +593,7 @@ static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size
 			break;
 		rc = rnc_read_take(s, &r, &a, want, err);
 		/* past the first READ, the rest is known: asked for ahead */
-		if (rc == 0 && r.size > r.at && r.size - r.at > RN_FILE_CHUNK)
+		if (rc == 0 && !r.serial && r.size > r.at && r.size - r.at > RN_FILE_CHUNK)
 			rc = rnc_read_window(s, &r, call, err);
 		if (rc == RD_REPLACED) {
 			if (++restarts > RNC_READ_RESTARTS) {
@@ -602,6 +605,7 @@ static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size
 			out->len = r.base;
 			r.at = offset;
 			r.inode = r.dev = 0;
+			r.serial = false;
 			continue;
 		}
 		if (rc != 0 && rc != RD_SERIAL)

@@ -437,10 +437,11 @@ static void test_held_string(void **state)
 {
 	size_t n = SG_CALL_HOLD_MIN + 5, len;
 	char *bytes = malloc(n), *got, *want;
-	struct sg_call *c = sg_call_new(NULL, json_integer(3), NULL, "tools/call");
-	json_t *v, *lazy, *made;
+	json_t *id = json_integer(3), *v, *lazy, *made;
+	struct sg_call *c = sg_call_new(NULL, id, NULL, "tools/call"); /* its own reference */
 
 	(void)state;
+	json_decref(id);
 	for (size_t i = 0; i < n; i++)
 		bytes[i] = "ab\"\\\n\tz"[i % 7];
 	made = sg_rpc_result(c->id, result_made(json_pack("{s:s%, s:i}", "content", bytes, n, "size", 1)));
@@ -466,7 +467,9 @@ static void test_held_string(void **state)
 	json_decref(made);
 	sg_call_free(c);
 	/* not in pieces, or short: copies */
-	c = sg_call_new(NULL, json_integer(4), NULL, "tools/call");
+	id = json_integer(4);
+	c = sg_call_new(NULL, id, NULL, "tools/call");
+	json_decref(id);
 	v = sg_call_string(c, strdup("long enough? no, not in pieces"), 30);
 	assert_null(c->held.ph);
 	assert_string_equal(json_string_value(v), "long enough? no, not in pieces");

@@ -673,10 +673,14 @@ static void op_write(struct runner *r, uint32_t id, const struct freq *q)
 	free(dir);
 	return;
 fail:
-	file_fail(r, id, errno ? errno : EIO, where);
+	{
+		int e = errno ? errno : EIO;
+
+		write_end(r, w, true); /* not listed yet: freed, before the answer */
+		file_fail(r, id, e, where);
+	}
 	free(target);
 	free(dir);
-	write_end(r, w, true); /* not listed yet: just freed */
 }
 
 /* Writes all of p to w's file; -1 (errno) on failure. */
@@ -703,8 +707,12 @@ bool file_stdin(struct runner *r, uint32_t id, const unsigned char *data, size_t
 	if (!w)
 		return false;
 	if (write_all_fd(w->fd, data, len) < 0) {
-		file_fail(r, id, errno ? errno : EIO, "writing the temporary file");
+		int e = errno ? errno : EIO;
+
+		/* gone before the answer says so: a client that looks next
+		 * finds no temporary file */
 		write_end(r, w, true);
+		file_fail(r, id, e, "writing the temporary file");
 		return true;
 	}
 	w->size += len;
@@ -742,8 +750,12 @@ bool file_stdin_close(struct runner *r, uint32_t id)
 	write_end(r, w, false);
 	return true;
 fail:
-	file_fail(r, id, errno ? errno : EIO, step);
-	write_end(r, w, true);
+	{
+		int e = errno ? errno : EIO;
+
+		write_end(r, w, true); /* before the answer, as in file_stdin */
+		file_fail(r, id, e, step);
+	}
 	return true;
 }
 
@@ -753,8 +765,8 @@ bool file_kill(struct runner *r, uint32_t id)
 
 	if (!w)
 		return false;
-	file_fail(r, id, ECANCELED, "the write was dropped");
 	write_end(r, w, true);
+	file_fail(r, id, ECANCELED, "the write was dropped");
 	return true;
 }
 

@@ -271,11 +271,10 @@ static json_t *read_page(struct sg_tool_ctx *t, struct sg_entry *e, const char *
  * reads (the page where it reads parts, else the whole file), and the page
  * twice where the reply is written in pieces (the page's string, held for
  * the reply without a copy when it is large, else encoded apart and copied
- * into jansson), six
- * times otherwise (the result's string, the reply's text, the message's
- * two copies of it (the text and structuredContent) and the transport's
- * copy of the message; measured: 8 MiB pages, three calls at once, held
- * 175 MiB over idle on HTTP), base64 a third more.  A file that cannot be
+ * into jansson), six times otherwise (the result's string, the reply's
+ * text, the message's two copies of it (the text and structuredContent)
+ * and the transport's copy of the message; measured: 8 MiB pages, three
+ * calls at once, held 175 MiB over idle on HTTP), base64 a third more.  A file that cannot be
  * looked at first counts as the most a read moves.  *rest: what a whole
  * read would hold beyond that, for the fallback to reserve; *page: the
  * page's size when the file could be looked at, else 0. */

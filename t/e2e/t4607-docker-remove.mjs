@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { t, preflight, sdkClient, resultData, errorText, tmpdir, docker } from '../lib/sg.mjs';
+import { t, preflight, sdkClient, resultData, errorText, tmpdir, docker, waitFor } from '../lib/sg.mjs';
 import { uniq, dockerArgs, envFlat, container, networkExists, buildImage, PID } from '../lib/docker.mjs';
 
 const hostProcs = (marker) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker));
@@ -29,7 +29,11 @@ t.run(async () => {
   const marker = `${3000 + (PID % 1000)}.5`;
   await srv.tool('sandbox_shell_exec', { machine: name, command: `echo d > /data/x; echo s > /share/${name}/s; echo w > /workspace/w; sleep ${marker} &` });
   await srv.tool('sandbox_shell_exec', { machine: name, command: `sleep ${marker}`, wait: false });
-  t.cmp(hostProcs(`sleep ${marker}`).length, '>=', 2, 'its shells run processes (seen on the host)');
+  // the second shell is not waited for (wait: false): its sleep starts
+  // when that shell gets to it
+  const running = () => hostProcs(`sleep ${marker}`).length;
+  await waitFor(() => running() >= 2, 15000);
+  t.cmp(running(), '>=', 2, 'its shells run processes (seen on the host)');
   t.ok(fs.existsSync(path.join(work, '_share', name, 's')), 'it has a share directory');
 
   const r = resultData(await envFlat(srv, 'docker_remove', { machine: name, purge: true }));

@@ -6,11 +6,11 @@
 
 /* Fills *out with a new array (the caller's reference), one object per
  * loaded backend, in load order, from the plugin's probe slot:
- *   {"name": "docker", "usable": true | false, "why": "...", "preference": 40,
+ *   {"name": NAME, "usable": true | false, "why": "...", "preference": 40,
  *    "version", "abi", "path", "details": {...}}
  * "why" says what failed and how to fix it, or that the probe succeeded;
- * "details" what the plugin checked (engine version and endpoint, the SSH
- * target, the FC endpoint and whether a key is set), never a secret.
+ * "details" what the plugin checked (its endpoint and version, whether a
+ * key is set), never a secret.
  * Returns 0. */
 int sg_status_backends(json_t **out);
 

@@ -246,6 +246,22 @@ static int rnc_file_wait(struct rnc_site *s, struct rn_req *q, const struct sg_c
 	}
 }
 
+/* Waits for q's answer into *a (zeroed), parsed, and drops q: 0, or -1
+ * with err. */
+static int rnc_file_answer(struct rnc_site *s, struct rn_req *q, const struct sg_call *call,
+			   struct rnc_answer *a, struct sg_err *err)
+{
+	int rc = rnc_file_wait(s, q, call, a, err);
+
+	rn_req_put(q);
+	if (rc == 0 && a->raw && rnc_answer_parse(a) < 0) {
+		rnc_answer_free(a);
+		return s->host->errf(err, SG_E_PROTO, "%s: a malformed file answer from the runner",
+				     s->ops->tag);
+	}
+	return rc;
+}
+
 /* One request on connection c: 0 with *a, -1 with err.  With sweep, a
  * write first has the runner remove the temporary files of dead runners. */
 static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
@@ -280,14 +296,7 @@ static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc
 		/* The answer came early (the runner refused the write) or the
 		 * connection broke: the wait below says which. */
 	}
-	rc = rnc_file_wait(s, q, call, a, err);
-	rn_req_put(q);
-	if (rc == 0 && a->raw && rnc_answer_parse(a) < 0) {
-		rnc_answer_free(a);
-		return s->host->errf(err, SG_E_PROTO, "%s: a malformed file answer from the runner",
-				     s->ops->tag);
-	}
-	return rc;
+	return rnc_file_answer(s, q, call, a, err);
 }
 
 /* The length of path's directory part ("/a/b" of "/a/b/c"; 0 for none). */
@@ -399,22 +408,25 @@ static int rnc_file_simple(struct rnc_site *s, struct rnc_freq *f, const struct 
 
 /* ---- the operations ------------------------------------------------------------------- */
 
-/* One READ of up to want bytes at `at`; 0 with *a, else as rnc_file_do. */
+/* The fields of READ(at, want), want cut to one answer's RN_FILE_CHUNK. */
+static void rnc_read_freq(struct rnc_freq *f, const char *path, uint64_t at, size_t want)
+{
+	rnc_freq_init(f, "read", RN_FOP_READ, path);
+	rn_put_u64(&f->fields, RN_F_OFFSET, at);
+	rn_put_u32(&f->fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want : RN_FILE_CHUNK);
+}
+
+/* One READ of up to want bytes at `at`, with rnc_file_do's retries: 0 with
+ * *a (its ERRNO for the caller: rnc_read_take), else as rnc_file_do. */
 static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size_t want,
 			 const struct sg_call *call, struct rnc_answer *a, struct sg_err *err)
 {
 	struct rnc_freq f;
 	int rc;
 
-	rnc_freq_init(&f, "read", RN_FOP_READ, path);
-	rn_put_u64(&f.fields, RN_F_OFFSET, at);
-	rn_put_u32(&f.fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want : RN_FILE_CHUNK);
+	rnc_read_freq(&f, path, at, want);
 	rc = rnc_file_do(s, &f, call, a, err);
 	rn_buf_free(&f.fields);
-	if (rc == 0 && a->err) {
-		rc = rnc_file_fail(s, "read", path, a, err);
-		rnc_answer_free(a);
-	}
 	return rc;
 }
 
@@ -493,9 +505,7 @@ static int rnc_read_send(struct rn_conn *c, const char *path, uint64_t at, size_
 	struct rnc_freq f;
 	int rc = -1;
 
-	rnc_freq_init(&f, "read", RN_FOP_READ, path);
-	rn_put_u64(&f.fields, RN_F_OFFSET, at);
-	rn_put_u32(&f.fields, RN_F_LENGTH, (uint32_t)want);
+	rnc_read_freq(&f, path, at, want);
 	if (!f.fields.oom)
 		rc = rn_request(c, RN_FILE, f.fields.data, f.fields.len, q, why, size);
 	else
@@ -544,13 +554,8 @@ static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const stru
 			break;
 		}
 		memset(&a, 0, sizeof(a));
-		rc = rnc_file_wait(s, q[head], call, &a, &e);
-		rn_req_put(q[head]);
-		if (rc == 0 && a.raw && rnc_answer_parse(&a) < 0) {
-			rnc_answer_free(&a);
-			rc = s->host->errf(&e, SG_E_PROTO, "%s: a malformed file answer from the runner",
-					   s->ops->tag);
-		} else if (rc == 0) {
+		rc = rnc_file_answer(s, q[head], call, &a, &e);
+		if (rc == 0) {
 			uint64_t from = r->at;
 
 			rc = rnc_read_take(s, r, &a, want[head], &e);

@@ -281,9 +281,12 @@ char *sg_base64_encode(const void *p, size_t n)
 	return out;
 }
 
+/* RFC 4648 section 4, table 1. */
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 size_t sg_base64_encode_to(char *dst, const void *src, size_t n)
 {
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *a = b64_chars;
 	const unsigned char *p = src;
 	char *o = dst;
 	size_t i = 0;
@@ -315,10 +318,8 @@ static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
 
 static void b64_init(void)
 {
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-	for (int i = 0; a[i]; i++)
-		b64_value[(unsigned char)a[i]] = (unsigned char)(i + 1);
+	for (int i = 0; b64_chars[i]; i++)
+		b64_value[(unsigned char)b64_chars[i]] = (unsigned char)(i + 1);
 }
 
 size_t sg_base64_decode_to(void *dst, const char *s, size_t n)

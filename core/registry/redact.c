@@ -336,6 +336,11 @@ static bool may_hold(const char *s, size_t n, json_t *secrets)
 	return false;
 }
 
+char *sg_redact_text(const char *s, size_t n, json_t *secrets, size_t *out_len)
+{
+	return secrets && may_hold(s, n, secrets) ? scrub_text(s, n, secrets, out_len) : NULL;
+}
+
 /* x scrubbed: a new string when x is a string that held a secret, else
  * NULL (a container is scrubbed in place). */
 static json_t *scrubbed(json_t *x, json_t *secrets)
@@ -349,16 +354,10 @@ static json_t *scrubbed(json_t *x, json_t *secrets)
 		return NULL;
 	}
 	n = json_string_length(x);
-	t = may_hold(json_string_value(x), n, secrets) ? scrub_text(json_string_value(x), n, secrets, &len)
-						       : NULL;
+	t = sg_redact_text(json_string_value(x), n, secrets, &len);
 	out = t ? json_stringn_nocheck(t, len) : NULL;
 	free(t);
 	return out;
-}
-
-char *sg_redact_text(const char *s, size_t n, json_t *secrets, size_t *out_len)
-{
-	return secrets && may_hold(s, n, secrets) ? scrub_text(s, n, secrets, out_len) : NULL;
 }
 
 void sg_redact_scrub(json_t *v, json_t *secrets)

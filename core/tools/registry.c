@@ -287,8 +287,7 @@ static void bound_result(json_t *result, json_t *args)
 	}
 }
 
-static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args,
-			 json_t *secrets)
+static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *args)
 {
 	json_t *result = NULL, *content, *extra;
 	json_t *empty = NULL;
@@ -307,8 +306,6 @@ static json_t *call_tool(struct sg_tool_ctx *t, const struct sg_tool *tool, json
 		goto fail;
 	bound_result(result, args);
 	json_decref(empty); /* args with it */
-	/* before the text is made from it: a secret's JSON form may differ */
-	sg_redact_scrub(result, secrets);
 	extra = json_incref(json_object_get(result, "_content"));
 	json_object_del(result, "_content");
 	/* A result of only "_content" is exactly those blocks (the conformance
@@ -339,11 +336,13 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 	/* The result never holds a secret the caller passed (redact.h): most
 	 * calls pass none, and pay one walk of their arguments. */
 	json_t *secrets = json_is_object(args) ? sg_redact_secrets(args) : NULL;
-	json_t *result = call_tool(t, tool, args, secrets);
+	json_t *result = call_tool(t, tool, args);
 	struct sg_bytes *held = t->call ? &t->call->held : NULL;
 	size_t len;
 	char *clean;
 
+	/* once, over the whole result: its text block is written from the
+	 * structuredContent scrubbed here as the reply goes out (dump.h) */
 	sg_redact_scrub(result, secrets);
 	/* the string held for the reply is not in result's strings */
 	if (held && held->ph && (clean = sg_redact_text(held->data, held->len, secrets, &len))) {

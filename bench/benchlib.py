@@ -78,9 +78,6 @@ class Server:
             msg["params"] = params
         return (json.dumps(msg) + "\n").encode()
 
-    def _send(self, method, params):
-        self.send_line(self.request(method, params))
-
     def send_line(self, line):
         self.p.stdin.write(line)
         self.p.stdin.flush()
@@ -93,17 +90,8 @@ class Server:
                 return line
 
     def call(self, method, params=None):
-        self._send(method, params)
-        while True:
-            r = json.loads(self.readline())
-            if r.get("id") == self.id:
-                return r
-
-    def call_raw(self, method, params=None):
-        """call(), but the reply line as it came (bytes, not parsed): for
-        timing what reaches the client apart from the client's decoding."""
-        self._send(method, params)
-        return self.reply_raw()
+        self.send_line(self.request(method, params))
+        return json.loads(self.reply_raw())
 
     def tool(self, name, args):
         """tools/call; returns structuredContent, raises on any error."""

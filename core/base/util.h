@@ -68,11 +68,11 @@ size_t sg_json_plain(const char *s, size_t n, bool ascii);
 char *sg_base64_encode(const void *p, size_t n);
 /* Writes the base64 of the n bytes at src to dst: 4 * ((n + 2) / 3) bytes,
  * no NUL; returns that count.  dst may lie before src in the same buffer
- * when src - dst >= (n + 2) / 3: each group of three bytes is read before
- * its four are written, and the writing never catches up with the
- * reading (group j writes up to byte 4j + 4, the next unread is
- * (src - dst) + 3j + 3), so a buffer of the encoded size holding the
- * bytes at its end is encoded in place. */
+ * when src - dst >= (n + 2) / 3: each run of three or six bytes is read
+ * before its characters are written, and the writing never catches up
+ * with the reading (after the first m bytes it has written 4m / 3, the
+ * next unread is at (src - dst) + m), so a buffer of the encoded size
+ * holding the bytes at its end is encoded in place. */
 size_t sg_base64_encode_to(char *dst, const void *src, size_t n);
 void *sg_base64_decode(const char *s, size_t *len);
 /* Decodes the n characters at s into dst (at most n / 4 * 3 bytes); dst

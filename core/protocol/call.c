@@ -84,7 +84,7 @@ void sg_call_free(struct sg_call *c)
 	free(c);
 }
 
-json_t *sg_call_string(struct sg_call *c, char *data, size_t len)
+json_t *sg_call_string(struct sg_call *c, char *data, size_t len, bool plain)
 {
 	json_t *v;
 
@@ -95,6 +95,7 @@ json_t *sg_call_string(struct sg_call *c, char *data, size_t len)
 			abort(); /* out of memory: the sg_xmalloc policy */
 		c->held.data = data;
 		c->held.len = len;
+		c->held.plain = plain;
 		return json_incref(c->held.ph);
 	}
 	v = json_stringn_nocheck(data ? data : "", len);

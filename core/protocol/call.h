@@ -53,12 +53,13 @@ void sg_call_mem_hold(struct sg_call *c, size_t n);
 
 /* A JSON string of the len bytes at data (malloc'd, taken: the call frees
  * them, or this does at once), valid UTF-8 without NUL (base64, checked
- * text).  When c's reply is written in pieces (c->pieces), nothing is
+ * text); plain when none of them is a byte JSON escapes (base64: the
+ * writer then copies them without a scan, dump.h).  When c's reply is written in pieces (c->pieces), nothing is
  * held yet and len is at least SG_CALL_HOLD_MIN, the bytes stay where they
  * are: the value is c->held's placeholder, and the transport writes the
  * bytes in its place (core/protocol/dump.h).  Else a copy.  c may be NULL.
  * Returns a new reference (the sg_xmalloc policy: never NULL). */
-json_t *sg_call_string(struct sg_call *c, char *data, size_t len);
+json_t *sg_call_string(struct sg_call *c, char *data, size_t len, bool plain);
 
 #define SG_CALL_HOLD_MIN (1024 * 1024)
 

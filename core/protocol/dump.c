@@ -48,6 +48,7 @@ struct dump {
 	void *ud;
 	const json_t *structured; /* the structuredContent of the result being written */
 	const struct sg_bytes *bytes; /* a string held apart, or NULL */
+	struct dump *outer; /* the dump a text copy is written into, or NULL */
 };
 
 static int put(struct dump *d, const char *p, size_t n)
@@ -106,6 +107,20 @@ static int string(struct dump *d, const char *s, size_t n)
 	return put(d, "\"", 1);
 }
 
+/* Held bytes that need no escape: their JSON string is the bytes between
+ * quotes, and a text copy's escaping leaves them as they are too, so they
+ * go to the outermost writer whole; only the quotes go through d. */
+static int plain_string(struct dump *d, const char *s, size_t n)
+{
+	struct dump *root = d;
+
+	while (root->outer)
+		root = root->outer;
+	if (put(d, "\"", 1) < 0 || put(root, s, n) < 0)
+		return -1;
+	return put(d, "\"", 1);
+}
+
 static int value(struct dump *d, const json_t *v, int depth);
 
 /* The text copy: a writer that puts what it is given inside a JSON string
@@ -134,7 +149,7 @@ static int escaped(const char *p, size_t n, void *ud)
  * (it sits at the depth of the content array). */
 static int text_of_structured(struct dump *d)
 {
-	struct dump inner = { .out = escaped, .ud = d, .bytes = d->bytes };
+	struct dump inner = { .out = escaped, .ud = d, .bytes = d->bytes, .outer = d };
 	const json_t *s = d->structured;
 
 	if (put(d, "\"", 1) < 0)
@@ -178,7 +193,7 @@ static int value(struct dump *d, const json_t *v, int depth)
 	if (v == placeholder)
 		return text_of_structured(d);
 	if (d->bytes && v == d->bytes->ph)
-		return string(d, d->bytes->data, d->bytes->len);
+		return (d->bytes->plain ? plain_string : string)(d, d->bytes->data, d->bytes->len);
 	if (json_is_string(v))
 		return string(d, json_string_value(v), json_string_length(v));
 	if (depth >= WALK_DEPTH)

@@ -15,6 +15,7 @@
 #ifndef SG_CORE_DUMP_H
 #define SG_CORE_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -37,12 +38,15 @@ json_t *sg_text_of_structured(void);
  * and time): a value of its own, `ph` (a JSON string "", recognised by
  * identity), stands in the result where the string belongs, and the
  * writer writes the bytes in its place.  data[0..len) is valid UTF-8
- * without NUL, as a *_nocheck string must be.  The holder (struct sg_call)
- * owns ph's reference and data. */
+ * without NUL, as a *_nocheck string must be.  plain: no byte of it is
+ * one JSON escapes (base64's alphabet), so the writer copies it as it is
+ * into the string and into the text block's copy, without scanning it.
+ * The holder (struct sg_call) owns ph's reference and data. */
 struct sg_bytes {
 	json_t *ph;
 	char *data;
 	size_t len;
+	bool plain;
 };
 
 /* Writes msg (borrowed: a message, or an array of them) compact, in pieces

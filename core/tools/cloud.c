@@ -222,14 +222,14 @@ static json_t *page_content(struct sg_call *call, struct sg_buf *buf, size_t at,
 
 	if (b64 && !(buf->data && at >= groups && buf->cap >= 4 * groups))
 		return sg_call_string(call, sg_base64_encode(buf->data ? buf->data + at : "", k),
-				      4 * groups);
+				      4 * groups, true);
 	data = buf->data;
 	*buf = (struct sg_buf){ 0 };
 	if (b64)
-		return sg_call_string(call, data, sg_base64_encode_to(data, data + at, k));
+		return sg_call_string(call, data, sg_base64_encode_to(data, data + at, k), true);
 	if (data && at)
 		memmove(data, data + at, k);
-	return sg_call_string(call, data, k);
+	return sg_call_string(call, data, k, false);
 }
 
 /* The page of a file of n bytes that starts at byte off: its first k bytes

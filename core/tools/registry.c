@@ -349,6 +349,7 @@ json_t *sg_tool_call(struct sg_tool_ctx *t, const struct sg_tool *tool, json_t *
 		free(held->data);
 		held->data = clean;
 		held->len = len;
+		held->plain = false; /* the mark put in may be anything */
 	}
 	json_decref(secrets);
 	return result;

@@ -174,7 +174,7 @@ static void test_held_string(void **state)
 		bytes[i] = "ab\"\\\n\tz"[i % 7];
 	made = sg_rpc_result(c->id, result_made(json_pack("{s:s%, s:i}", "content", bytes, n, "size", 1)));
 	c->pieces = true;
-	v = sg_call_string(c, bytes, n);
+	v = sg_call_string(c, bytes, n, false);
 	assert_ptr_equal(v, c->held.ph);
 	assert_int_equal(json_string_length(v), 0);
 	lazy = sg_rpc_result(c->id, result_of(json_pack("{s:o, s:i}", "content", v, "size", 1)));
@@ -187,7 +187,7 @@ static void test_held_string(void **state)
 	/* one per call: a second is a copy */
 	bytes = malloc(n);
 	memset(bytes, 'x', n);
-	v = sg_call_string(c, bytes, n);
+	v = sg_call_string(c, bytes, n, false);
 	assert_ptr_not_equal(v, c->held.ph);
 	assert_int_equal(json_string_length(v), n);
 	json_decref(v);
@@ -198,18 +198,65 @@ static void test_held_string(void **state)
 	id = json_integer(4);
 	c = sg_call_new(NULL, id, NULL, "tools/call");
 	json_decref(id);
-	v = sg_call_string(c, strdup("long enough? no, not in pieces"), 30);
+	v = sg_call_string(c, strdup("long enough? no, not in pieces"), 30, false);
 	assert_null(c->held.ph);
 	assert_string_equal(json_string_value(v), "long enough? no, not in pieces");
 	json_decref(v);
 	c->pieces = true;
-	v = sg_call_string(c, strdup("short"), 5);
+	v = sg_call_string(c, strdup("short"), 5, true);
 	assert_null(c->held.ph);
 	assert_string_equal(json_string_value(v), "short");
 	json_decref(v);
-	v = sg_call_string(NULL, NULL, 0);
+	v = sg_call_string(NULL, NULL, 0, false);
 	assert_string_equal(json_string_value(v), "");
 	json_decref(v);
+	sg_call_free(c);
+}
+
+/* A plain held string (base64: nothing to escape) is copied as it is, in
+ * structuredContent and in the text block, within the message's pieces:
+ * the bytes on the wire are those of the string made the usual way. */
+static void test_held_plain(void **state)
+{
+	size_t n = SG_CALL_HOLD_MIN + 7, len;
+	char *bytes = malloc(n), *got, *want;
+	json_t *id = json_integer(5), *v, *lazy, *made, *batch;
+	struct sg_call *c = sg_call_new(NULL, id, NULL, "tools/call");
+	struct pieces p = { 0 };
+
+	(void)state;
+	json_decref(id);
+	for (size_t i = 0; i < n; i++)
+		bytes[i] = "ABCz09+/="[i % 9];
+	made = sg_rpc_result(c->id, result_made(json_pack("{s:s%, s:s}", "content", bytes, n,
+							   "encoding", "base64")));
+	c->pieces = true;
+	v = sg_call_string(c, bytes, n, true);
+	assert_ptr_equal(v, c->held.ph);
+	assert_true(c->held.plain);
+	lazy = sg_rpc_result(c->id, result_of(json_pack("{s:o, s:s}", "content", v,
+							"encoding", "base64")));
+	want = json_dumps(made, JSON_COMPACT);
+	got = sg_rpc_dump_with(lazy, &c->held, &len);
+	assert_int_equal(len, strlen(want));
+	assert_string_equal(got, want);
+	free(got);
+	/* written in pieces: as many bytes */
+	assert_int_equal(sg_msg_dump(lazy, &c->held, count_piece, &p), 0);
+	assert_int_equal(p.bytes, strlen(want));
+	free(want);
+	/* inside a batch, one level deeper */
+	batch = json_pack("[O]", lazy);
+	got = sg_rpc_dump_with(batch, &c->held, &len);
+	json_decref(batch);
+	batch = json_pack("[O]", made);
+	want = json_dumps(batch, JSON_COMPACT);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	json_decref(batch);
+	json_decref(lazy);
+	json_decref(made);
 	sg_call_free(c);
 }
 
@@ -255,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_text_of_structured),
 		cmocka_unit_test(test_escapes_everywhere),
 		cmocka_unit_test(test_held_string),
+		cmocka_unit_test(test_held_plain),
 		cmocka_unit_test(test_dump_pieces),
 	};
 

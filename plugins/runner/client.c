@@ -425,6 +425,63 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	return rn_request_as(c, type, payload, len, false, out, why, size);
 }
 
+/* The request's frame, its stdin's and STDIN_CLOSE in one buffer, sent in
+ * one write: frames of one writer are never interleaved (wlock). */
+static int rn_write_corked(struct rn_conn *c, uint8_t type, uint32_t id, const void *payload,
+			   size_t len, const void *data, size_t n)
+{
+	size_t total = RN_HDR_SIZE + len + (n ? RN_HDR_SIZE + n : 0) + RN_HDR_SIZE;
+	unsigned char *b = malloc(total), *o = b;
+	int rc;
+
+	if (!b) {
+		rn_conn_fail(c, "out of memory");
+		return -1;
+	}
+	rn_hdr_put(o, type, id, (uint32_t)len);
+	if (len)
+		memcpy(o + RN_HDR_SIZE, payload, len);
+	o += RN_HDR_SIZE + len;
+	if (n) {
+		rn_hdr_put(o, RN_STDIN, id, (uint32_t)n);
+		memcpy(o + RN_HDR_SIZE, data, n);
+		o += RN_HDR_SIZE + n;
+	}
+	rn_hdr_put(o, RN_STDIN_CLOSE, id, 0);
+	pthread_mutex_lock(&c->wlock);
+	rc = c->t.write(c->t.ud, b, total);
+	pthread_mutex_unlock(&c->wlock);
+	free(b);
+	if (rc < 0)
+		rn_conn_fail(c, "writing to the runner failed");
+	return rc;
+}
+
+int rn_request_stdin(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+		     const void *data, size_t n, struct rn_req **out, char *why, size_t size)
+{
+	struct rn_req *r;
+	int rc;
+
+	if (len > RN_MAX_PAYLOAD || len + n > RN_CORK_MAX) {
+		rc = rn_request_as(c, type, payload, len, false, out, why, size);
+		if (rc == 0 && (n ? rn_req_stdin(*out, data, n) : 0) == 0)
+			rn_req_stdin_close(*out);
+		return rc;
+	}
+	*out = NULL;
+	r = rn_req_new(c, type, false, why, size);
+	if (!r)
+		return -1;
+	if (rn_write_corked(c, type, r->id, payload, len, data, n) < 0) {
+		rn_conn_alive(c, why, size);
+		rn_req_abort(r);
+		return -1;
+	}
+	*out = r;
+	return 0;
+}
+
 int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 	     char *why, size_t size)
 {

@@ -139,6 +139,18 @@ int rn_spawn(struct rn_conn *c, const struct rn_spawn *sp, struct rn_req **out,
 int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	       struct rn_req **out, char *why, size_t size);
 
+/* rn_request, then the n bytes at data as its stdin (STDIN frames), then
+ * STDIN_CLOSE: a FILE WRITE whole.  When all of it fits in RN_CORK_MAX
+ * the frames go in one write (each write is a hop through the engine's
+ * or the SSH channel's relay, and a small write is latency bound).
+ * Returns as rn_request; a stdin frame that cannot be sent after the
+ * request was (the runner answered early, or the connection broke) is
+ * left to the caller's wait on *out to tell. */
+#define RN_CORK_MAX (16u * 1024u)
+int rn_request_stdin(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
+		     const void *data, size_t n, struct rn_req **out, char *why,
+		     size_t size);
+
 /* Waits up to timeout_ms (< 0: forever) for news on r, or for extra_fd (a
  * cancellation fd, -1: none) to become readable.  Returns 1 for news, 2 for
  * extra_fd, 0 at the timeout. */

@@ -283,19 +283,18 @@ static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc
 			return s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
 		}
 	}
-	rc = rn_request(c, RN_FILE, fields.data ? fields.data : f->fields.data,
-			fields.data ? fields.len : f->fields.len, &q, why, sizeof(why));
+	if (f->data) /* a WRITE: its bytes follow, then STDIN_CLOSE commits */
+		rc = rn_request_stdin(c, RN_FILE, fields.data ? fields.data : f->fields.data,
+				      fields.data ? fields.len : f->fields.len, f->data,
+				      f->data_len, &q, why, sizeof(why));
+	else
+		rc = rn_request(c, RN_FILE, f->fields.data, f->fields.len, &q, why, sizeof(why));
 	rn_buf_free(&fields);
 	if (rc < 0)
 		return s->host->errf(err, RNC_E_RETRY, "%s: runner: %s", s->ops->tag, why);
 	if (rc > 0)
 		return s->host->errf(err, SG_E_TOOBIG, "%s: %s %s: %s", s->ops->tag, f->op_name,
 				     f->path, why);
-	if (f->data && ((f->data_len && rn_req_stdin(q, f->data, f->data_len) < 0) ||
-			rn_req_stdin_close(q) < 0)) {
-		/* The answer came early (the runner refused the write) or the
-		 * connection broke: the wait below says which. */
-	}
 	return rnc_file_answer(s, q, call, a, err);
 }
 

@@ -2,7 +2,7 @@
 socket and its raw exec flow (the floor), a blocking newline-JSON-RPC client
 of `sandgate stdio`, a client of sandgate-runner's frames
 (doc/runner-protocol.md), and percentiles."""
-import http.client, json, os, socket, statistics, struct, subprocess
+import time, http.client, json, os, socket, statistics, struct, subprocess
 
 
 class UnixHTTP(http.client.HTTPConnection):
@@ -59,6 +59,8 @@ class Server:
                 parts.append(last[:nl + 1])
                 return b"".join(parts)
             chunk = os.read(fd, 1 << 20)
+            if chunk and getattr(self, "t_first", 0) is None:
+                self.t_first = time.perf_counter()  # asked for by setting it to None
             if not chunk:
                 self.inbuf = b""
                 return b"".join(parts)

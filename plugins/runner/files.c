@@ -637,6 +637,22 @@ static void write_sweep(struct runner *r, int dirfd)
 	closedir(d);
 }
 
+/* SWEEP: write_sweep on the directory q->path, for a client whose write
+ * broke with its runner and whose next operation is not a write there
+ * (which would sweep by its flag).  Only temporary files of runners that
+ * are gone are removed, wherever the path leads. */
+static void op_sweep(struct runner *r, uint32_t id, const struct freq *q)
+{
+	struct rn_buf b = { 0 };
+	int dfd = open(q->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return file_fail(r, id, errno, q->path);
+	write_sweep(r, dfd);
+	close(dfd);
+	file_answer(r, id, &b);
+}
+
 static void op_write(struct runner *r, uint32_t id, const struct freq *q)
 {
 	struct fwrite *w = calloc(1, sizeof(*w)); /* write_end() */
@@ -821,6 +837,9 @@ void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t
 		break;
 	case RN_FOP_REALPATH:
 		op_realpath(r, id, &q);
+		break;
+	case RN_FOP_SWEEP:
+		op_sweep(r, id, &q);
 		break;
 	default:
 		rn_send_error(r, id, "unknown file operation %u", q.op);

@@ -136,8 +136,11 @@ enum rn_fop {
 	RN_FOP_MKDIR = 5,     /* PATH, FMODE, FFLAGS(PARENTS) */
 	RN_FOP_REMOVE = 6,    /* PATH, FFLAGS(RECURSIVE) */
 	RN_FOP_RENAME = 7,    /* PATH, PATH2 */
-	RN_FOP_REALPATH = 8   /* PATH -> PATH: the canonical path of PATH, or of its
+	RN_FOP_REALPATH = 8,  /* PATH -> PATH: the canonical path of PATH, or of its
 				 nearest existing ancestor (capability "files-realpath") */
+	RN_FOP_SWEEP = 9      /* PATH (a directory): remove the temporary files of
+				 runners that are gone from it, as a WRITE's SWEEP
+				 does (capability "files-sweep") */
 };
 
 enum rn_fflags {
@@ -162,6 +165,7 @@ enum rn_ftype { RN_FT_FILE = 0, RN_FT_DIR, RN_FT_SYMLINK, RN_FT_OTHER };
 #define RN_CAP_KERNEL_SCOPE "kernel-scope" /* KEXEC's SCOPE field and END flag */
 #define RN_CAP_FILES "files"   /* FILE and its answer: file operations */
 #define RN_CAP_REALPATH "files-realpath" /* FILE's REALPATH operation */
+#define RN_CAP_SWEEP "files-sweep" /* FILE's SWEEP operation */
 
 enum rn_kflags {
 	RN_KFLAG_RESET = 1u << 0, /* discard the kernel (and its state) before this call */

@@ -316,6 +316,66 @@ static bool sweep_here(const struct rnc_site *s, const struct rnc_freq *f)
 	       strncmp(f->path, s->sweep_dir, n) == 0;
 }
 
+/* Starts the fields of an operation. */
+static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op, const char *path)
+{
+	memset(f, 0, sizeof(*f));
+	f->op_name = op_name;
+	f->cap = op == RN_FOP_REALPATH ? RN_CAP_REALPATH : RN_CAP_FILES;
+	f->path = path;
+	rn_put_u32(&f->fields, RN_F_FOP, op);
+	rn_put_str(&f->fields, RN_F_PATH, path);
+}
+
+/* Marks path's directory for a sweep: a write there broke with its
+ * runner, which may have left its temporary file behind. */
+static void sweep_mark(struct rnc_site *s, const char *path)
+{
+	size_t n = dir_len(path);
+
+	pthread_mutex_lock(&s->lock);
+	if (n < sizeof(s->sweep_dir)) {
+		memcpy(s->sweep_dir, path, n);
+		s->sweep_dir[n] = '\0';
+		s->sweep = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Before f, when it is not a write into the marked directory (that one
+ * sweeps by its flag): has c's runner sweep it (RN_FOP_SWEEP), so the
+ * file is gone once any operation reaches the machine again.  The mark
+ * stays when the sweep cannot be done (an older runner, an error). */
+static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
+			const struct sg_call *call)
+{
+	char dir[sizeof(s->sweep_dir)];
+	struct rnc_freq sf;
+	struct rnc_answer a;
+	struct sg_err e = { 0 };
+	bool due;
+
+	pthread_mutex_lock(&s->lock);
+	due = s->sweep && !sweep_here(s, f);
+	if (due)
+		memcpy(dir, s->sweep_dir, sizeof(dir));
+	pthread_mutex_unlock(&s->lock);
+	if (!due || !rn_conn_has_cap(c, RN_CAP_SWEEP))
+		return;
+	rnc_freq_init(&sf, "sweep", RN_FOP_SWEEP, dir);
+	if (!sf.fields.oom && rnc_file_once(s, c, &sf, false, call, &a, &e) == 0) {
+		/* done, or the directory is gone: nothing left to sweep */
+		bool done = a.err == 0 || a.err == ENOENT;
+
+		rnc_answer_free(&a);
+		pthread_mutex_lock(&s->lock);
+		if (done && s->sweep && strcmp(s->sweep_dir, dir) == 0)
+			s->sweep = false;
+		pthread_mutex_unlock(&s->lock);
+	}
+	rn_buf_free(&sf.fields);
+}
+
 /* Gets a connection with the capability and runs f, once more on a new
  * runner when the connection broke first.  Returns 0 (*a), 1 (no runner or
  * no capability), -1 with err. */
@@ -341,6 +401,7 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 					     "'%s' (an older build)", s->ops->tag, s->where, f->cap);
 		}
 		e.code = SG_E_OK;
+		sweep_first(s, c, f, call);
 		pthread_mutex_lock(&s->lock);
 		sweep = sweep_here(s, f);
 		if (sweep)
@@ -349,6 +410,8 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 		pthread_mutex_unlock(&s->lock);
 		rc = rnc_file_once(s, c, f, sweep, call, a, &e);
 		rn_conn_put(c);
+		if (rc < 0 && e.code == RNC_E_RETRY && f->data)
+			sweep_mark(s, f->path); /* before the retry: it may not connect */
 		if (rc == 0) {
 			/* Counted for status: which way a plugin's file tools went. */
 			pthread_mutex_lock(&s->lock);
@@ -359,35 +422,12 @@ static int rnc_file_do(struct rnc_site *s, const struct rnc_freq *f, const struc
 			break;
 	}
 	if (rc < 0) {
-		if (e.code == RNC_E_RETRY && f->data) {
-			/* its runner may have left the temporary file */
-			size_t n = dir_len(f->path);
-
-			pthread_mutex_lock(&s->lock);
-			if (n < sizeof(s->sweep_dir)) {
-				memcpy(s->sweep_dir, f->path, n);
-				s->sweep_dir[n] = '\0';
-				s->sweep = true;
-			}
-			pthread_mutex_unlock(&s->lock);
-		}
 		if (e.code == RNC_E_RETRY)
 			e.code = SG_E_UNAVAILABLE;
 		if (err)
 			*err = e;
 	}
 	return rc;
-}
-
-/* Starts the fields of an operation. */
-static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op, const char *path)
-{
-	memset(f, 0, sizeof(*f));
-	f->op_name = op_name;
-	f->cap = op == RN_FOP_REALPATH ? RN_CAP_REALPATH : RN_CAP_FILES;
-	f->path = path;
-	rn_put_u32(&f->fields, RN_F_FOP, op);
-	rn_put_str(&f->fields, RN_F_PATH, path);
 }
 
 /* Runs a request whose answer only says success or failure. */

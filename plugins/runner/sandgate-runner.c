@@ -41,7 +41,7 @@
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
 
 const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES,
-						RN_CAP_REALPATH, NULL };
+						RN_CAP_REALPATH, RN_CAP_SWEEP, NULL };
 
 int64_t rn_now_ms(void)
 {

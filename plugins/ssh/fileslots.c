@@ -110,25 +110,23 @@ int ssh_file_write(struct sg_machine *m, const char *path, const void *data, siz
 	struct ssh_machine *sm;
 	struct ssh_write_args wa = { .data = data, .len = len, .opts = opts, .call = call };
 	char *own = NULL;
-	bool runner_first;
 	int rc;
 
 	if (ssh_slot_path(m, path, &sm, &wa.path, &own, err) < 0)
 		return -1;
-	/* Unjailed, SFTP first: the temporary file of a write whose session
-	 * died is removed by the pool's next SFTP session; the runner's would
-	 * stay when the runner dies with the connection (t9502).  Without
-	 * the sftp subsystem the runner, and without both exec. */
-	runner_first = sm->jail || ssh_sftp_missing(sm->pool, false);
+	/* The runner first: one round trip and an atomic rename over the old
+	 * file, where SFTP takes a dozen and replaces a file by exec'ing mv
+	 * (SFTP v3's rename does not overwrite).  A runner killed with its
+	 * connection leaves its temporary file; the site's next operation
+	 * has the new runner sweep it (rfiles.c).  Without a runner SFTP,
+	 * and without the sftp subsystem exec. */
 	if (len > sm->ctx->file_cap)
 		rc = sm->ctx->host->errf(err, SG_E_TOOBIG, "%zu bytes are more than [ssh] file_cap (%zu)",
 					 len, sm->ctx->file_cap);
 	else
-		rc = runner_first ? ssh_write_runner(sm, &wa, err) : 1;
+		rc = ssh_write_runner(sm, &wa, err);
 	if (rc > 0 && (rc = ssh_confine(sm, wa.path, true, call, err)) == 0)
 		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_write_fn, &wa, err), err);
-	if (rc > 0 && !runner_first)
-		rc = ssh_write_runner(sm, &wa, err);
 	if (rc > 0)
 		rc = ssh_x_write(sm->pool, wa.path, data, len, opts ? opts->mode : 0,
 				 !(opts && opts->no_mkdir), call, err);

@@ -355,21 +355,34 @@ static void test_sweep(struct rnc_site *s)
 	fakehost_ok(access(at(live), F_OK) == 0, "... that of a live pid stays");
 	{
 		char sub[600];
+		struct sg_stat st;
 
-		/* A write elsewhere neither sweeps here nor spends the sweep. */
+		/* Any other operation (a write elsewhere, a stat) has the
+		 * runner sweep the marked directory first (RN_FOP_SWEEP): the
+		 * file is gone once anything reaches the machine again. */
 		snprintf(sub, sizeof(sub), "%s/elsewhere/f", dir);
 		fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0)
 			close(fd);
 		pend_sweep(s);
 		rc = rnc_file_write(s, sub, "x", 1, 0, true, NULL, &e);
-		fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0 && s->sweep,
-			    "a write into another directory leaves the sweep pending (%s)", rc ? e.msg : "ok");
-		rc = rnc_file_write(s, at("swept"), "v", 1, 0, false, NULL, &e);
 		fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && !s->sweep,
-			    "... and the next write here sweeps");
+			    "a write into another directory sweeps the marked one first (%s)",
+			    rc ? e.msg : "ok");
+		fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			close(fd);
+		pend_sweep(s);
+		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && !s->sweep,
+			    "... and so does a stat (%s)", rc ? e.msg : "ok");
+		fakehost_ok(access(at(live), F_OK) == 0, "... a live pid's file stays");
+		/* a marked directory that is gone: nothing to sweep */
+		s->sweep = true;
+		snprintf(s->sweep_dir, sizeof(s->sweep_dir), "%s/no-such-dir", dir);
+		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		fakehost_ok(rc == 0 && !s->sweep, "a marked directory that is gone clears the mark");
 	}
-	fakehost_ok(!s->sweep, "... and the site's sweep is done");
 	unlink(at(live));
 
 	/* A gone pid's name, but its writer (in another pid namespace, say)

@@ -344,8 +344,10 @@ static void sweep_mark(struct rnc_site *s, const char *path)
 
 /* Before f, when it is not a write into the marked directory (that one
  * sweeps by its flag): has c's runner sweep it (RN_FOP_SWEEP), so the
- * file is gone once any operation reaches the machine again.  The mark
- * stays when the sweep cannot be done (an older runner, an error). */
+ * file is gone once any operation reaches the machine again.  Any answer
+ * ends the mark (done, the directory gone, or refused: asking again
+ * before every operation would not change it); it stays when the sweep
+ * could not be sent (an older runner, a broken connection). */
 static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
 			const struct sg_call *call)
 {
@@ -364,12 +366,9 @@ static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_
 		return;
 	rnc_freq_init(&sf, "sweep", RN_FOP_SWEEP, dir);
 	if (!sf.fields.oom && rnc_file_once(s, c, &sf, false, call, &a, &e) == 0) {
-		/* done, or the directory is gone: nothing left to sweep */
-		bool done = a.err == 0 || a.err == ENOENT;
-
 		rnc_answer_free(&a);
 		pthread_mutex_lock(&s->lock);
-		if (done && s->sweep && strcmp(s->sweep_dir, dir) == 0)
+		if (s->sweep && strcmp(s->sweep_dir, dir) == 0)
 			s->sweep = false;
 		pthread_mutex_unlock(&s->lock);
 	}

@@ -20,8 +20,14 @@ struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_t
 	struct sg_call *c = sg_xcalloc(1, sizeof(*c));
 
 	c->session = s;
-	c->id = json_incref(id);
-	c->progress_token = progress_token ? json_incref(progress_token) : NULL;
+	/* Copies, not references: the call ends on a worker thread while the
+	 * message it came in (a batch) is freed on the transport's, and
+	 * jansson's json_decref reads a count another thread may be freeing
+	 * (a data race to ThreadSanitizer).  Ids and tokens are scalars. */
+	c->id = json_deep_copy(id);
+	c->progress_token = progress_token ? json_deep_copy(progress_token) : NULL;
+	if ((id && !c->id) || (progress_token && !c->progress_token))
+		abort(); /* out of memory: the sg_xmalloc policy */
 	snprintf(c->method, sizeof(c->method), "%s", method ? method : "");
 	atomic_init(&c->cancelled, false);
 	atomic_init(&c->done, false);

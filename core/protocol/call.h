@@ -35,7 +35,7 @@ struct sg_call {
 	struct sg_call *next;        /* session's in-flight list */
 };
 
-/* Returns a new call for request `id` (a new reference is taken) of session
+/* Returns a new call for request `id` (copied: the call holds its own) of session
  * s.  progress_token may be NULL.  Free with sg_call_free(). */
 struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
 			    const char *method);

@@ -260,7 +260,10 @@ void sg_call_progress(struct sg_call *c, double progress, double total, const ch
 	}
 	c->last_progress = progress;
 	pthread_mutex_unlock(&c->lock);
-	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token, "progress", progress);
+	/* a copy: the notification may be freed on the transport's thread
+	 * while the call drops its token on this one (call.c) */
+	params = json_pack("{s:o, s:f}", "progressToken", json_deep_copy(c->progress_token),
+			   "progress", progress);
 	if (total > 0)
 		json_object_set_new(params, "total", json_real(total));
 	if (message)

@@ -185,7 +185,12 @@ static void run_job(struct sg_exec_job *ex)
 		else if (s->ops->dropped)
 			s->ops->dropped(s->ctx, call);
 	} else {
-		reply(s, &job->rt, call, sg_rpc_result(call->id, result));
+		json_t *msg = sg_rpc_result(call->id, result);
+
+		/* the reply's own id: a batch's replies are freed by the thread
+		 * that ends the batch, while this one frees the call (call.c) */
+		json_object_set_new(msg, "id", json_deep_copy(call->id));
+		reply(s, &job->rt, call, msg);
 	}
 	sg_session_call_remove(s, call);
 	sg_call_free(call);

@@ -425,19 +425,15 @@ int rn_request(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 	return rn_request_as(c, type, payload, len, false, out, why, size);
 }
 
-/* The request's frame, its stdin's and STDIN_CLOSE in one buffer, sent in
- * one write: frames of one writer are never interleaved (wlock). */
-static int rn_write_corked(struct rn_conn *c, uint8_t type, uint32_t id, const void *payload,
-			   size_t len, const void *data, size_t n)
+/* The request's frame, its stdin's and STDIN_CLOSE in b (total bytes, as
+ * rn_request_stdin sizes it), sent in one write: frames of one writer are
+ * never interleaved (wlock).  Frees b. */
+static int rn_write_corked(struct rn_conn *c, unsigned char *b, size_t total, uint8_t type,
+			   uint32_t id, const void *payload, size_t len, const void *data, size_t n)
 {
-	size_t total = RN_HDR_SIZE + len + (n ? RN_HDR_SIZE + n : 0) + RN_HDR_SIZE;
-	unsigned char *b = malloc(total), *o = b;
+	unsigned char *o = b;
 	int rc;
 
-	if (!b) {
-		rn_conn_fail(c, "out of memory");
-		return -1;
-	}
 	rn_hdr_put(o, type, id, (uint32_t)len);
 	if (len)
 		memcpy(o + RN_HDR_SIZE, payload, len);
@@ -460,10 +456,12 @@ static int rn_write_corked(struct rn_conn *c, uint8_t type, uint32_t id, const v
 int rn_request_stdin(struct rn_conn *c, uint8_t type, const void *payload, size_t len,
 		     const void *data, size_t n, struct rn_req **out, char *why, size_t size)
 {
+	size_t total = RN_HDR_SIZE + len + (n ? RN_HDR_SIZE + n : 0) + RN_HDR_SIZE;
+	unsigned char *b = len + n <= RN_CORK_MAX ? malloc(total) : NULL; /* rn_write_corked */
 	struct rn_req *r;
 	int rc;
 
-	if (len > RN_MAX_PAYLOAD || len + n > RN_CORK_MAX) {
+	if (!b) { /* large, or no memory for the one buffer: frame by frame */
 		rc = rn_request_as(c, type, payload, len, false, out, why, size);
 		if (rc == 0 && (n ? rn_req_stdin(*out, data, n) : 0) == 0)
 			rn_req_stdin_close(*out);
@@ -471,9 +469,11 @@ int rn_request_stdin(struct rn_conn *c, uint8_t type, const void *payload, size_
 	}
 	*out = NULL;
 	r = rn_req_new(c, type, false, why, size);
-	if (!r)
+	if (!r) {
+		free(b);
 		return -1;
-	if (rn_write_corked(c, type, r->id, payload, len, data, n) < 0) {
+	}
+	if (rn_write_corked(c, b, total, type, r->id, payload, len, data, n) < 0) {
 		rn_conn_alive(c, why, size);
 		rn_req_abort(r);
 		return -1;

@@ -106,10 +106,12 @@ struct rnc_site {
 	long long start_ms;              /* how long the last start took */
 	unsigned slow_starts;            /* starts in a row that timed out */
 	unsigned long long file_ops;     /* file operations answered (status) */
-	bool sweep;                      /* a write broke with its runner and was not
-					    sent again: the next write into its
-					    directory sweeps */
+	bool sweep;                      /* a write broke with its runner: the next
+					    operation sweeps its directory first (or
+					    a write there by its flag) */
 	char sweep_dir[1024];            /* that write's directory */
+	unsigned sweep_gen;              /* bumped by each mark: an older sweep's
+					    answer does not end a newer mark */
 	struct rn_req *overdue;          /* a timed-out command answered before its
 					    EXIT (a reference), or NULL */
 	struct rn_conn *overdue_conn;    /* its connection (a reference) */

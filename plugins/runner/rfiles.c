@@ -9,9 +9,10 @@
  * could have had an effect is tried once more on a new runner; a write that
  * broke midway never replaced the file (the runner drops its temporary
  * file when it ends), so it is tried again whole; a runner killed outright
- * could not drop it, so the write sent again, and the site's next write
- * after one that was not, asks the new runner to sweep such files
- * (RN_FFLAG_SWEEP) from the target's directory.
+ * could not drop it, so the write sent again asks the new runner to sweep
+ * such files from the target's directory (RN_FFLAG_SWEEP), and when it
+ * could not be sent the site marks the directory and its next operation
+ * of any kind sweeps it first (RN_FOP_SWEEP).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -298,12 +299,13 @@ static int rnc_file_once(struct rnc_site *s, struct rn_conn *c, const struct rnc
 	return rnc_file_answer(s, q, call, a, err);
 }
 
-/* The length of path's directory part ("/a/b" of "/a/b/c"; 0 for none). */
+/* The length of path's directory part ("/a/b" of "/a/b/c", "/" of "/c";
+ * 0 for none). */
 static size_t dir_len(const char *path)
 {
 	const char *slash = path ? strrchr(path, '/') : NULL;
 
-	return slash ? (size_t)(slash - path) : 0;
+	return !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
 }
 
 /* Whether write f goes into the directory a broken write left its
@@ -334,20 +336,22 @@ static void sweep_mark(struct rnc_site *s, const char *path)
 	size_t n = dir_len(path);
 
 	pthread_mutex_lock(&s->lock);
-	if (n < sizeof(s->sweep_dir)) {
+	if (n > 0 && n < sizeof(s->sweep_dir)) {
 		memcpy(s->sweep_dir, path, n);
 		s->sweep_dir[n] = '\0';
 		s->sweep = true;
+		s->sweep_gen++;
 	}
 	pthread_mutex_unlock(&s->lock);
 }
 
 /* Before f, when it is not a write into the marked directory (that one
  * sweeps by its flag): has c's runner sweep it (RN_FOP_SWEEP), so the
- * file is gone once any operation reaches the machine again.  Any answer
- * ends the mark (done, the directory gone, or refused: asking again
- * before every operation would not change it); it stays when the sweep
- * could not be sent (an older runner, a broken connection). */
+ * file is gone once any operation reaches the machine again.  Whatever
+ * the runner answers ends the mark (done, the directory gone, or the
+ * request refused: asking again before every operation would not change
+ * it), unless a write broke again meanwhile (sweep_gen); it stays when
+ * there was no answer (an older runner, a broken connection, a cancel). */
 static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_freq *f,
 			const struct sg_call *call)
 {
@@ -355,20 +359,27 @@ static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_
 	struct rnc_freq sf;
 	struct rnc_answer a;
 	struct sg_err e = { 0 };
+	unsigned gen = 0;
 	bool due;
+	int rc = -1;
 
 	pthread_mutex_lock(&s->lock);
 	due = s->sweep && !sweep_here(s, f);
-	if (due)
+	if (due) {
 		memcpy(dir, s->sweep_dir, sizeof(dir));
+		gen = s->sweep_gen;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (!due || !rn_conn_has_cap(c, RN_CAP_SWEEP))
 		return;
 	rnc_freq_init(&sf, "sweep", RN_FOP_SWEEP, dir);
-	if (!sf.fields.oom && rnc_file_once(s, c, &sf, false, call, &a, &e) == 0) {
+	if (!sf.fields.oom)
+		rc = rnc_file_once(s, c, &sf, false, call, &a, &e);
+	if (rc == 0)
 		rnc_answer_free(&a);
+	if (rc == 0 || (rc < 0 && e.code == SG_E_PROTO)) {
 		pthread_mutex_lock(&s->lock);
-		if (s->sweep && strcmp(s->sweep_dir, dir) == 0)
+		if (s->sweep_gen == gen)
 			s->sweep = false;
 		pthread_mutex_unlock(&s->lock);
 	}

@@ -382,6 +382,17 @@ static void test_sweep(struct rnc_site *s)
 		snprintf(s->sweep_dir, sizeof(s->sweep_dir), "%s/no-such-dir", dir);
 		rc = rnc_file_stat(s, sub, NULL, &st, &e);
 		fakehost_ok(rc == 0 && !s->sweep, "a marked directory that is gone clears the mark");
+		/* the root (a write to "/x"), and a sweep the runner refuses (an
+		 * empty path): each answered, so neither is asked again */
+		s->sweep = true;
+		snprintf(s->sweep_dir, sizeof(s->sweep_dir), "/");
+		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		fakehost_ok(rc == 0 && !s->sweep, "a mark on / is swept and cleared");
+		s->sweep = true;
+		s->sweep_dir[0] = '\0';
+		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		fakehost_ok(rc == 0 && !s->sweep, "a sweep the runner refuses clears the mark too "
+			    "(the operation after it runs: %s)", rc ? e.msg : "ok");
 	}
 	unlink(at(live));
 
@@ -490,6 +501,7 @@ static void test_dead_runner(struct rnc_site *s)
 	fakehost_ok(b.len == 5 && memcmp(b.data, "after", 5) == 0, "... and wrote the file");
 	sg_buf_release(&b);
 	fakehost_ok(temps_in(dir) == 0, "no temporary file is left");
+	fakehost_ok(!s->sweep, "... and no sweep is left pending: the retry swept");
 }
 
 int main(void)

@@ -343,7 +343,7 @@ static bool kept(struct sg_session *s)
 static int run_call(const struct cli *c)
 {
 	const struct sg_tool *tool = sg_tool_find(c->tool);
-	json_t *args, *res, *token;
+	json_t *args, *res, *token, *id;
 	json_error_t jerr;
 	struct sg_session *s;
 	struct sg_call *call;
@@ -374,8 +374,9 @@ static int run_call(const struct cli *c)
 	/* progress notifications become a line on the terminal, if there is one */
 	s = sg_session_new(sg_cli_progress_ops(), NULL, owner);
 	token = sg_cli_progress_token();
-	call = sg_call_new(s, json_integer(0), token, "tools/call");
-	json_decref(call->id); /* sg_call_new took its own reference */
+	id = json_integer(0);
+	call = sg_call_new(s, id, token, "tools/call");
+	json_decref(id); /* sg_call_new took its own copies */
 	json_decref(token);
 	t.s = s;
 	t.call = call;

@@ -245,8 +245,14 @@ static int docker_on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return 0;
 }
 
-/* The deadline of this thread's command (docker_engine_deadline), 0 none. */
-static _Thread_local long long docker_tl_deadline;
+/* The deadline of this thread's command (docker_engine_deadline), 0 none.
+ * initial-exec: eight bytes in each thread's static TLS block (glibc keeps
+ * room for a dlopen'd module's), not a dynamic block made on a thread's
+ * first use; LeakSanitizer's scan at exit, which walks the dynamic blocks
+ * of threads that may be ending, crashed in it under load ("Tracer caught
+ * signal 11" in ScanRangeForPointers, only in processes that used this
+ * plugin). */
+static _Thread_local long long docker_tl_deadline __attribute__((tls_model("initial-exec")));
 
 static long long docker_mono_ms(void)
 {

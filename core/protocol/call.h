@@ -35,8 +35,9 @@ struct sg_call {
 	struct sg_call *next;        /* session's in-flight list */
 };
 
-/* Returns a new call for request `id` (copied: the call holds its own) of session
- * s.  progress_token may be NULL.  Free with sg_call_free(). */
+/* Returns a new call for request `id` of session s; the call holds its own
+ * copies of id and progress_token (which may be NULL), so the caller's stay
+ * the caller's.  Free with sg_call_free(). */
 struct sg_call *sg_call_new(struct sg_session *s, json_t *id, json_t *progress_token,
 			    const char *method);
 void sg_call_free(struct sg_call *c);
@@ -54,8 +55,8 @@ void sg_call_mem_hold(struct sg_call *c, size_t n);
 /* A JSON string of the len bytes at data (malloc'd, taken: the call frees
  * them, or this does at once), valid UTF-8 without NUL (base64, checked
  * text); plain when none of them is a byte JSON escapes (base64: the
- * writer then copies them without a scan, dump.h).  When c's reply is written in pieces (c->pieces), nothing is
- * held yet and len is at least SG_CALL_HOLD_MIN, the bytes stay where they
+ * writer then copies them without a scan, dump.h).  When c's reply is
+ * written in pieces (c->pieces), nothing is held yet and len is at least SG_CALL_HOLD_MIN, the bytes stay where they
  * are: the value is c->held's placeholder, and the transport writes the
  * bytes in its place (core/protocol/dump.h).  Else a copy.  c may be NULL.
  * Returns a new reference (the sg_xmalloc policy: never NULL). */

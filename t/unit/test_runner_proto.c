@@ -6,6 +6,8 @@
  * with a reason, fail the requests in flight, and never crash (run under
  * ASan/UBSan in CI).  The kernel client (kernel_client.c) gets bad event
  * lines and over-long texts, which it must survive without losing the call.
+ * And one good-input check at a boundary: a FILE WRITE of up to RN_CORK_MAX
+ * bytes goes in one write, a larger one frame by frame, with the same frames.
  */
 #include "config.h"
 
@@ -21,6 +23,9 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include <cmocka.h>
 
@@ -310,6 +315,16 @@ static void next_frame(struct fake *f)
 	}
 }
 
+/* The client's writes to its transport, counted (the cork test). */
+static atomic_int writes;
+static int (*fd_write)(void *ud, const void *p, size_t n);
+
+static int counted_write(void *ud, const void *p, size_t n)
+{
+	atomic_fetch_add(&writes, 1);
+	return fd_write(ud, p, n);
+}
+
 /* A client connected to us; HELLO exchanged when `greet`. */
 static void fake_open(struct fake *f, bool greet, const char *build, int *rc, char *why,
 		      size_t size)
@@ -324,6 +339,8 @@ static void fake_open(struct fake *f, bool greet, const char *build, int *rc, ch
 	f->peer = sv[1];
 	rn_reader_init(&f->rd, RN_MAX_PAYLOAD);
 	rn_fd_transport(sv[0], &t);
+	fd_write = t.write;
+	t.write = counted_write;
 	if (greet)
 		send_hello(f, RN_VERSION_MAJOR, build ? build : "0123456789abcdef");
 	*rc = rn_conn_open(&t, &o, &f->c, why, size);
@@ -832,6 +849,96 @@ static void test_client_kernel(void **state)
 	fake_close(f);
 }
 
+/* What a FILE WRITE put on the wire: the request's fields, then its
+ * stdin joined, up to its STDIN_CLOSE. */
+struct wire {
+	unsigned char fields[64];
+	size_t fields_len;
+	unsigned char *data;
+	size_t len;
+	int stdin_frames;
+	bool closed;
+};
+
+static int wire_frame(const struct rn_hdr *h, const unsigned char *p, void *ud)
+{
+	struct wire *w = ud;
+
+	if (h->type == RN_FILE) {
+		assert_true(h->len <= sizeof(w->fields));
+		memcpy(w->fields, p, h->len);
+		w->fields_len = h->len;
+	} else if (h->type == RN_STDIN) {
+		assert_true(h->len > 0); /* no empty STDIN frame */
+		w->data = realloc(w->data, w->len + h->len);
+		assert_non_null(w->data);
+		memcpy(w->data + w->len, p, h->len);
+		w->len += h->len;
+		w->stdin_frames++;
+	} else {
+		assert_int_equal(h->type, RN_STDIN_CLOSE);
+		w->closed = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Sends a FILE WRITE of n data bytes after `len` bytes of fields; returns
+ * how many transport writes it took, and checks the frames are the same
+ * either way: the fields, the bytes exactly, STDIN_CLOSE. */
+static int write_counted(struct fake *f, size_t len, size_t n)
+{
+	unsigned char fields[64], *data = malloc(n ? n : 1);
+	struct wire w = { 0 };
+	struct rn_reader rd;
+	struct rn_req *r = NULL;
+	char why[128];
+	unsigned char c;
+	int before, rc;
+
+	assert_true(len <= sizeof(fields) && data);
+	memset(fields, 'f', len);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)(i * 7 + 1);
+	before = atomic_load(&writes);
+	assert_int_equal(rn_request_stdin(f->c, RN_FILE, fields, len, data, n, &r, why,
+					  sizeof(why)), 0);
+	rc = atomic_load(&writes) - before;
+	rn_reader_init(&rd, RN_MAX_PAYLOAD);
+	while (!w.closed) {
+		assert_int_equal(read(f->peer, &c, 1), 1);
+		assert_true(rn_reader_feed(&rd, &c, 1, wire_frame, &w) >= 0);
+	}
+	rn_reader_free(&rd);
+	assert_int_equal(w.fields_len, len);
+	assert_memory_equal(w.fields, fields, len);
+	assert_int_equal(w.len, n);
+	if (n)
+		assert_memory_equal(w.data, data, n);
+	assert_int_equal(w.stdin_frames, n ? 1 : 0);
+	rn_req_put(r);
+	free(w.data);
+	free(data);
+	return rc;
+}
+
+/* A FILE WRITE whose fields and data come to RN_CORK_MAX bytes goes in one
+ * write (the cork); one byte more goes frame by frame (header and payload
+ * of the large STDIN frame apart, plus the two small frames); an empty file
+ * is one write of two frames.  The wire is the same either way. */
+static void test_client_cork(void **state)
+{
+	struct fake *f = fake_ready();
+
+	(void)state;
+	assert_int_equal(write_counted(f, 40, RN_CORK_MAX - 40), 1);
+	assert_int_equal(write_counted(f, 40, RN_CORK_MAX - 39), 4);
+	assert_int_equal(write_counted(f, 40, 0), 1);
+	assert_int_equal(write_counted(f, 0, RN_CORK_MAX), 1);
+	assert_true(rn_conn_alive(f->c, NULL, 0));
+	fake_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -848,6 +955,7 @@ int main(void)
 		cmocka_unit_test(test_client_order),
 		cmocka_unit_test(test_client_abandoned),
 		cmocka_unit_test(test_client_kernel),
+		cmocka_unit_test(test_client_cork),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

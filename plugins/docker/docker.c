@@ -155,6 +155,7 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 	if (!ctx)
 		return host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	ctx->host = host;
+	docker_killer_init(&ctx->killer);
 	ctx->default_template = host->config_get("docker", "default_template");
 	if (!ctx->default_template || !*ctx->default_template)
 		ctx->default_template = DOCKER_DEFAULT_TEMPLATE;
@@ -165,6 +166,7 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 	if (docker_settings_load(ctx, err) < 0 || docker_limits_load(ctx, err) < 0) {
 		docker_runner_teardown(ctx);
 		docker_settings_free(ctx);
+		docker_killer_stop(ctx);
 		free(ctx);
 		curl_global_cleanup();
 		return -1;
@@ -184,6 +186,7 @@ static int docker_init(const struct sg_host_api *host, void **priv,
 		docker_engine_free(ctx->engine);
 		docker_runner_teardown(ctx);
 		docker_settings_free(ctx);
+		docker_killer_stop(ctx);
 		free(ctx);
 		return -1;
 	}
@@ -224,6 +227,7 @@ static void docker_fini(void *priv)
 
 	if (!ctx)
 		return;
+	docker_killer_stop(ctx); /* uses the engine */
 	docker_pool_stop(ctx); /* uses the engine */
 	docker_engine_free(ctx->engine);
 	docker_runner_teardown(ctx);

@@ -85,6 +85,18 @@ struct docker_limits {
 
 /* The plugin's priv, made by init() and freed by fini().  Read-only after
  * init except inside engine, which guards itself: safe to share by threads. */
+/* The queue of kills that keep no caller waiting (killer.c). */
+struct docker_killer {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct docker_kill *head;        /* owned, FIFO */
+	struct docker_kill **tail;
+	unsigned queued;
+	bool started, stop;
+	long long stop_deadline;         /* docker_now_ms() clock, set by the stop */
+	pthread_t thread;
+};
+
 struct docker_ctx {
 	const struct sg_host_api *host;  /* borrowed, process lifetime */
 	struct docker_engine *engine;    /* owned */
@@ -113,6 +125,7 @@ struct docker_ctx {
 					    filesystem: 0, not decided yet: -1 */
 
 	struct docker_pool *pool;        /* the warm pool (pool.c), owned; NULL: none */
+	struct docker_killer killer;     /* kills after a timeout (killer.c) */
 
 	/* The runner binary on this host, read once (runner.c). */
 	pthread_mutex_t bin_lock;        /* guards the bin* fields */
@@ -206,6 +219,20 @@ int docker_exec_wait(struct docker_ctx *ctx, const char *eid);
 /* Kills process group pgid (> 1) in container cid with a second exec, in
  * shell sh (NULL: /bin/sh). */
 void docker_kill_group(struct docker_ctx *ctx, const char *cid, long pgid, const char *sh);
+
+/* ---- killer.c ---------------------------------------------------------------- */
+
+/* Prepares ctx->killer (docker_init); its thread starts on first use. */
+void docker_killer_init(struct docker_killer *k);
+/* docker_kill_group() done by ctx's killer thread with a deadline of its
+ * own (DOCKER_KILL_TIMEOUT_MS, not the calling command's), so the caller
+ * need not wait for it; cid and sh are copied.  Done at once on this
+ * thread, as before, when it cannot be queued (no memory or thread, 64
+ * queued, the stop begun).  pgid <= 1: nothing. */
+void docker_kill_group_later(struct docker_ctx *ctx, const char *cid, long pgid, const char *sh);
+/* Does what is queued (within 10 s in all), ends the thread and frees the
+ * queue's lock (docker_fini, before the engine goes). */
+void docker_killer_stop(struct docker_ctx *ctx);
 
 /* Runs r in machine m: through the runner when it works there, else with
  * docker_run().  Same contract as docker_run(). */

@@ -512,7 +512,8 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 {
 	const struct sg_host_api *host = ctx->host;
 	long long deadline = r->timeout_ms ? docker_now_ms() + r->timeout_ms : -1;
-	/* The kill and the drain after it end by then, whatever the daemon does. */
+	/* The drain after the kill ends by then, whatever the daemon does (the
+	 * kill itself goes on apart: docker_kill_group_later). */
 	long long hard = deadline < 0 ? -1 : deadline + DOCKER_DEADLINE_GRACE_MS;
 	char *buf = malloc(DOCKER_READ_CHUNK); /* freed below */
 	struct pollfd pfd[2];
@@ -527,8 +528,11 @@ static int docker_exec_pump(struct docker_ctx *ctx, const char *cid, int fd,
 				  .events = POLLIN };
 	for (;;) {
 		if (*stop && !killed && (st->pgid > 0 || !r->group)) {
+			/* Not on this thread: the command's deadline is all
+			 * but spent, and a kill cut short by it leaves the
+			 * group running (killer.c). */
 			if (r->group)
-				docker_kill_group(ctx, cid, st->pgid, r->sh);
+				docker_kill_group_later(ctx, cid, st->pgid, r->sh);
 			killed = true;
 			/* Orphans that left the group may hold the stream
 			 * open: drain a little, then give up on it. */
@@ -633,7 +637,7 @@ int docker_run(struct docker_ctx *ctx, const char *cid, const struct docker_run 
 	if (docker_exec_pump(ctx, cid, fd, r, call, &st, &dmx, &stop, err) < 0) {
 		/* We stop listening: do not leave the command running. */
 		if (r->group && st.pgid > 0)
-			docker_kill_group(ctx, cid, st.pgid, r->sh);
+			docker_kill_group_later(ctx, cid, st.pgid, r->sh);
 		goto out;
 	}
 	close(fd);

@@ -187,6 +187,9 @@ int fc_gone(struct fc_ctx *ctx, struct sg_err *err, const char *id);
 struct fc_keepalive *fc_keepalive_new(struct fc_ctx *ctx);
 /* Queues a set-timeout for id; never blocks on the network. */
 void fc_keepalive_push(struct fc_keepalive *ka, const char *id, unsigned lifetime_s);
+/* Drops a queued set-timeout for id (its sandbox was just killed: the
+ * request could only fail). */
+void fc_keepalive_forget(struct fc_keepalive *ka, const char *id);
 /* Stops the worker (dropping what is queued) and frees ka. */
 void fc_keepalive_free(struct fc_keepalive *ka);
 

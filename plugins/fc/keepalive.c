@@ -52,8 +52,9 @@ static void fc_ka_send(struct fc_ctx *ctx, const struct fc_ka_item *it)
 
 	if (fc_api_set_timeout(ctx, it->id, it->lifetime_s, &err) == 0)
 		return;
-	ctx->host->log(SG_LOG_WARNING, FC_PLUGIN, "keepalive of sandbox %s failed: %s", it->id,
-		       err.msg);
+	/* A sandbox killed while its keepalive was on the way is no fault. */
+	ctx->host->log(err.code == SG_E_GONE ? SG_LOG_DEBUG : SG_LOG_WARNING, FC_PLUGIN,
+		       "keepalive of sandbox %s failed: %s", it->id, err.msg);
 }
 
 static void *fc_ka_main(void *arg)
@@ -123,6 +124,22 @@ void fc_keepalive_push(struct fc_keepalive *ka, const char *id, unsigned lifetim
 	ka->queued++;
 	pthread_cond_signal(&ka->cond);
 out:
+	pthread_mutex_unlock(&ka->lock);
+}
+
+void fc_keepalive_forget(struct fc_keepalive *ka, const char *id)
+{
+	pthread_mutex_lock(&ka->lock);
+	for (struct fc_ka_item **p = &ka->head; *p; p = &(*p)->next) {
+		struct fc_ka_item *it = *p;
+
+		if (strcmp(it->id, id) == 0) {
+			*p = it->next;
+			ka->queued--;
+			free(it);
+			break; /* an id is queued once (fc_ka_update) */
+		}
+	}
 	pthread_mutex_unlock(&ka->lock);
 }
 

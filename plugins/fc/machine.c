@@ -206,7 +206,14 @@ int fc_machine_destroy(struct sg_machine *m, struct sg_call *call, struct sg_err
 
 	if (!ctx || !m->id[0])
 		return fc_machine_of(m, err) ? 0 : -1;
-	return fc_api_kill(ctx, m->id, call, err);
+	if (fc_api_kill(ctx, m->id, call, err) < 0)
+		return -1;
+	/* No keepalive for it any more: a queued one, and the one the end of
+	 * this call would push, could only fail. */
+	if (fm)
+		atomic_store(&fm->last_keepalive_ms, INT64_MAX);
+	fc_keepalive_forget(ctx->ka, m->id);
+	return 0;
 }
 
 void fc_machine_release(struct sg_machine *m)

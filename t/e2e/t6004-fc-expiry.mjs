@@ -71,5 +71,22 @@ t.run(async () => {
   await srv.tool('run_command', { command: 'true' });
   t.cmp(Date.now() - t1, '<', 1500, 'a slow keepalive does not delay the call it rides with');
   await emu.clearFaults();
+
+  // ---- none for a killed sandbox ----
+  // the kill takes 1.5 s, past the interval, so the end of the kill_sandbox
+  // call would push one: it is not sent (a set-timeout of a killed sandbox
+  // could only fail, and its 404 was a warning in the log)
+  const doomed = await srv.tool('create_sandbox', { timeout: 60 });
+  await emu.faults([{ op: 'kill', delayMs: 1500, times: 1 }]);
+  await sleep(1100);
+  const killed = await srv.tool('kill_sandbox', { sandbox_id: doomed.sandbox_id });
+  t.is(killed.success, true, 'kill_sandbox: done', { killed });
+  await sleep(1500);
+  await emu.clearFaults();
+  st = await emu.state();
+  const killAt = st.log.findIndex((l) => l.op === 'kill' && l.sandbox === doomed.sandbox_id);
+  t.ok(killAt >= 0, 'the kill reached the platform');
+  const late = st.log.slice(killAt + 1).filter((l) => l.op === 'timeout' && l.sandbox === doomed.sandbox_id);
+  t.is(late.length, 0, 'no keepalive of the sandbox after its kill', { late });
   await srv.close();
 }, { timeout: 150 });

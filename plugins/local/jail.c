@@ -480,6 +480,13 @@ static void jail_child(struct local_jail *j, pid_t parent)
 		child_die(ep, STEP_SETUP);
 	if (ctx->switch_user && jail_portal(j) < 0)
 		child_die(ep, STEP_MOUNT);
+	/* As root the portal, not these, brings the workspace and the runner
+	 * in: bwrap passes on what it does not consume, and the handle on the
+	 * host directory would reach every command in the jail (its ".." is
+	 * the other sandboxes' and the host's tree). */
+	if (ctx->switch_user &&
+	    (close(JAIL_FD_BASE + JFD_WORKSPACE) < 0 || close(JAIL_FD_BASE + JFD_RUNNER) < 0))
+		child_die(ep, STEP_SETUP);
 	if (local_rlimits_apply(ctx, j->cg.procs_fd[0] >= 0) < 0)
 		child_die(ep, STEP_LIMITS);
 	if (ctx->switch_user &&

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -304,6 +305,22 @@ static bool runner_round(struct runner *r, struct pollfd *pfd)
 	return true;
 }
 
+/* Only 0-2 pass from whoever started the runner: a descriptor a launcher
+ * left open (a jail's handle on its host directory did, once) would reach
+ * every command, and through /proc/self/fd whatever it names.  close_range
+ * is Linux 5.9; before it, each one. */
+static void close_inherited(void)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+		return;
+#endif
+	for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+		close((int)fd);
+}
+
 static int runner_setup(struct runner *r)
 {
 	sigset_t set;
@@ -356,6 +373,7 @@ int main(int argc, char **argv)
 	struct runner r = { .in_fd = 0, .out_fd = 1, .sig_fd = -1 };
 	bool version = false;
 
+	close_inherited();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--version") == 0)
 			version = true;

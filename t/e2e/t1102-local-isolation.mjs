@@ -1,5 +1,5 @@
 // Isolation of local sandboxes, tried from inside as an agent would: the
-// host's /etc/shadow and /root, another sandbox's directory (by its host
+// host's /etc/shadow and /root, descriptors of the host's, another sandbox's directory (by its host
 // path, by ../ from the workspace, and through links made inside) and a
 // server on the host's loopback are out of reach; every file tool refuses a
 // ../ or link path to the other sandbox's file and never returns its bytes;
@@ -81,6 +81,17 @@ t.run(async () => {
   t.cmp(Number((await run('ls /etc | wc -l')).stdout), '<', hostEtc.length, '/etc is a small one, not the host\'s');
   t.like((await run('touch /usr/x 2>&1; touch /x 2>&1; touch /etc/x 2>&1; true')).stdout, /Read-only file system[^]*Read-only file system[^]*Read-only file system/,
     '/usr, / and /etc are read-only');
+
+  // ---- descriptors: a command has its 0-2 and nothing of the host (a
+  // root sandgate's jail once passed on handles on its host directory and
+  // on the runner: /proc/self/fd/N/.. was the other sandboxes' tree)
+  const fds = (await run('ls -l /proc/self/fd | tail -n +2')).stdout.trim().split('\n')
+    .map((l) => l.replace(/^.* (\d+) -> (.*)$/, '$1 $2'));
+  t.deepEqual(fds.map((l) => l.split(' ')[0]), ['0', '1', '2', '3'], 'a command has fds 0-2 (and ls its own 3)', { fds });
+  t.like(fds[3] ?? '', /^3 \/proc\/\d+\/fd$/, '... fd 3 being the listing of /proc/self/fd', { fds });
+  const viaFd = await run('for f in /proc/self/fd/*; do ls "$f/.." 2>/dev/null; done; true');
+  t.ok(!viaFd.stdout.includes(path.basename(bDir)) && !viaFd.stdout.includes(path.basename(aDir)),
+    'no descriptor leads to the sandboxes\' host directories', viaFd);
 
   // ---- the other sandbox
   const byHostPath = await run(`cat ${bDir}/private.txt 2>&1; ls ${path.dirname(bDir)} 2>&1; echo rc=$?`);

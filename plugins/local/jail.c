@@ -89,7 +89,8 @@ static const char *const jail_etc[] = {
 /* The fds the child hands bwrap, by the number they get there
  * (JAIL_FD_BASE + the enum). */
 enum jail_fd {
-	JFD_PASSWD = 0, JFD_GROUP, JFD_HOSTS, JFD_HOSTNAME, JFD_WORKSPACE, JFD_RUNNER, JFD_N
+	JFD_PASSWD = 0, JFD_GROUP, JFD_HOSTS, JFD_HOSTNAME, JFD_SECCOMP, JFD_WORKSPACE, JFD_RUNNER,
+	JFD_N
 };
 
 
@@ -225,16 +226,19 @@ static int jail_args(struct local_jail *j, const char *hostname, const char *arg
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "LOGNAME") | jail_arg(j, "%s", ctx->user);
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "LANG") | jail_arg(j, "C.UTF-8");
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "TMPDIR") | jail_arg(j, "/tmp");
+	rc |= jail_arg(j, "--seccomp") | jail_arg(j, "%d", JAIL_FD_BASE + JFD_SECCOMP);
 	rc |= jail_arg(j, "--") | jail_arg(j, LOCAL_RUNNER_AT) | jail_arg(j, "%s", arg);
 	return rc;
 }
 
 /* ---- what the child gets ------------------------------------------------------------- */
 
-/* A memfd holding text, positioned at 0: bwrap reads it into a file. */
-static int jail_memfd(const char *name, const char *text)
+/* A memfd holding the n bytes at text, positioned at 0: bwrap reads it
+ * (into a file, or as the filter). */
+static int jail_memfd(const char *name, const void *data, size_t n)
 {
-	size_t n = strlen(text), off = 0;
+	const char *text = data;
+	size_t off = 0;
 	ssize_t w;
 	int fd = memfd_create(name, MFD_CLOEXEC);
 
@@ -255,13 +259,15 @@ static int jail_memfd(const char *name, const char *text)
 	return fd;
 }
 
-/* passwd, group, hosts and hostname of the jail. */
+/* passwd, group, hosts and hostname of the jail, and its seccomp filter. */
 static int jail_etc_fds(struct local_jail *j, const char *hostname)
 {
 	struct local_ctx *ctx = j->ctx;
 	char passwd[512], group[256], hosts[256], host[128];
 	struct group *gr = getgrgid(ctx->gid);
 	const char *gname = gr && gr->gr_name ? gr->gr_name : "sandbox";
+	size_t flen;
+	const void *filter = local_filter(&flen);
 
 	snprintf(passwd, sizeof(passwd),
 		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -273,11 +279,12 @@ static int jail_etc_fds(struct local_jail *j, const char *hostname)
 	snprintf(hosts, sizeof(hosts), "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost "
 		 "ip6-loopback\n127.0.1.1\t%s\n", hostname);
 	snprintf(host, sizeof(host), "%s\n", hostname);
-	j->child_fd[JFD_PASSWD] = jail_memfd("passwd", passwd);
-	j->child_fd[JFD_GROUP] = jail_memfd("group", group);
-	j->child_fd[JFD_HOSTS] = jail_memfd("hosts", hosts);
-	j->child_fd[JFD_HOSTNAME] = jail_memfd("hostname", host);
-	for (int i = JFD_PASSWD; i <= JFD_HOSTNAME; i++)
+	j->child_fd[JFD_PASSWD] = jail_memfd("passwd", passwd, strlen(passwd));
+	j->child_fd[JFD_GROUP] = jail_memfd("group", group, strlen(group));
+	j->child_fd[JFD_HOSTS] = jail_memfd("hosts", hosts, strlen(hosts));
+	j->child_fd[JFD_HOSTNAME] = jail_memfd("hostname", host, strlen(host));
+	j->child_fd[JFD_SECCOMP] = jail_memfd("seccomp", filter, flen);
+	for (int i = JFD_PASSWD; i <= JFD_SECCOMP; i++)
 		if (j->child_fd[i] < 0)
 			return -1;
 	return 0;

@@ -145,6 +145,11 @@ int local_cg_make(struct local_ctx *ctx, const char *name, struct local_cg *cg,
  * joined, else RLIMIT_NPROC stands in.  Each returns 0 or -1 (errno). */
 int local_cg_join(const struct local_cg *cg);
 int local_rlimits_apply(const struct local_ctx *ctx, bool have_pids_cg);
+/* The jail's seccomp filter (filter.c): a classic BPF program, *len bytes,
+ * static, for bwrap's --seccomp.  add_key, request_key and keyctl fail
+ * with ENOSYS; a system call of a foreign ABI (not x86_64, x32 or i386 on
+ * x86_64; not AArch64 on aarch64) with ENOSYS too. */
+const void *local_filter(size_t *len);
 /* Kills whatever is left in the cgroups and removes them; closes fds. */
 void local_cg_remove(struct local_cg *cg);
 /* The limits as JSON for create_sandbox's details: a new object. */

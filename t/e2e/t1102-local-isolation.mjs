@@ -1,5 +1,6 @@
 // Isolation of local sandboxes, tried from inside as an agent would: the
-// host's /etc/shadow and /root, descriptors of the host's, another sandbox's directory (by its host
+// host's /etc/shadow and /root, descriptors of the host's, the kernel's
+// keyrings, another sandbox's directory (by its host
 // path, by ../ from the workspace, and through links made inside) and a
 // server on the host's loopback are out of reach; every file tool refuses a
 // ../ or link path to the other sandbox's file and never returns its bytes;
@@ -92,6 +93,19 @@ t.run(async () => {
   const viaFd = await run('for f in /proc/self/fd/*; do ls "$f/.." 2>/dev/null; done; true');
   t.ok(!viaFd.stdout.includes(path.basename(bDir)) && !viaFd.stdout.includes(path.basename(aDir)),
     'no descriptor leads to the sandboxes\' host directories', viaFd);
+
+  // ---- the kernel's keyrings are not namespaced: the jail inherited
+  // sandgate's session keyring, and the sandbox user's keyring is shared by
+  // every sandbox; the jail's seccomp filter makes the key calls fail
+  const keys = await run(`python3 -c '
+import ctypes, os
+nr = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+l = ctypes.CDLL(None, use_errno=True)
+for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", (nr[1], 0, -3, 0))):
+    ctypes.set_errno(0)
+    print(name, l.syscall(*args), ctypes.get_errno())
+'`);
+  t.is(keys.stdout, 'add_key -1 38\nkeyctl -1 38\n', 'add_key and keyctl fail with ENOSYS in the jail', keys);
 
   // ---- the other sandbox
   const byHostPath = await run(`cat ${bDir}/private.txt 2>&1; ls ${path.dirname(bDir)} 2>&1; echo rc=$?`);

@@ -123,6 +123,7 @@ struct local_jail {
 	char ws_path[LOCAL_PATH_MAX];     /* the sandbox directory, for jail_portal() */
 	char runner_path[LOCAL_PATH_MAX]; /* the runner binary, likewise */
 	int child_fd[JFD_N];              /* become JAIL_FD_BASE + i */
+	unsigned long nproc;              /* RLIMIT_NPROC, 0 none (local_nproc_cap) */
 	int sock_child, err_w, ep_w;      /* the runner's end, stderr, exec errors */
 	int err_r, ep_r;                  /* the keeper's ends */
 	struct local_cg cg;
@@ -494,7 +495,7 @@ static void jail_child(struct local_jail *j, pid_t parent)
 	if (ctx->switch_user &&
 	    (close(JAIL_FD_BASE + JFD_WORKSPACE) < 0 || close(JAIL_FD_BASE + JFD_RUNNER) < 0))
 		child_die(ep, STEP_SETUP);
-	if (local_rlimits_apply(ctx, j->cg.procs_fd[0] >= 0) < 0)
+	if (local_rlimits_apply(ctx, j->nproc) < 0)
 		child_die(ep, STEP_LIMITS);
 	if (ctx->switch_user &&
 	    (syscall(SYS_setgroups, 0, NULL) < 0 ||
@@ -729,7 +730,10 @@ static int jail_prepare(struct local_machine *lm, struct local_jail *j, const ch
 	pthread_mutex_lock(&ctx->lock);
 	snprintf(cgname, sizeof(cgname), "%s.%ld.%u", lm->id, (long)getpid(), ++ctx->jail_seq);
 	pthread_mutex_unlock(&ctx->lock);
-	return local_cg_make(ctx, cgname, &j->cg, err);
+	if (local_cg_make(ctx, cgname, &j->cg, err) < 0)
+		return -1;
+	j->nproc = local_nproc_cap(ctx, j->cg.procs_fd[0] >= 0);
+	return 0;
 }
 
 /* Waits until the keeper forked (or failed). */

@@ -183,9 +183,14 @@ static void cg_sweep(const char *base)
 /* ---- finding where cgroups may be made ------------------------------------------------ */
 
 /* mkdir that accepts an existing directory. */
+/* Made, or there and ours to use: a group another sandgate made as root
+ * is there but not writable for a sandgate that is not (then -1, EACCES,
+ * and the jails fall back to rlimits). */
 static int cg_mkdir(const char *dir)
 {
-	return mkdir(dir, 0755) == 0 || errno == EEXIST ? 0 : -1;
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	return errno == EEXIST ? access(dir, W_OK) : -1;
 }
 
 static bool cg_find_v2(struct local_cgroups *cg)
@@ -362,32 +367,72 @@ int local_cg_join(const struct local_cg *cg)
 	return 0;
 }
 
-int local_rlimits_apply(const struct local_ctx *ctx, bool have_pids_cg)
+/* The tasks (processes and threads: RLIMIT_NPROC counts both) of uid now:
+ * a directory in /proc per process, owned by its user, whose task/ holds
+ * one entry per thread (st_nlink is that plus "." and ".."). */
+static unsigned long user_tasks(uid_t uid)
 {
-	const struct local_limits *l = &ctx->lim;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	unsigned long n = 0;
+	char path[64];
+	struct stat st;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+		    fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_uid == uid &&
+		    (size_t)snprintf(path, sizeof(path), "%s/task", e->d_name) < sizeof(path))
+			n += fstatat(dirfd(d), path, &st, 0) == 0 && st.st_nlink > 2 ? st.st_nlink - 2 : 1;
+	closedir(d);
+	return n;
+}
+
+unsigned long local_nproc_cap(const struct local_ctx *ctx, bool have_pids_cg)
+{
+	if (!ctx->lim.pids || have_pids_cg)
+		return 0;
+	/* The sandbox user runs nothing but jails: pids for all of them. */
+	if (ctx->switch_user)
+		return ctx->lim.pids;
+	/* The jails run as sandgate's own user, who runs other things too
+	 * (sandgate's threads, a desktop): pids more than it runs now, so a
+	 * jail's forks stop there and the user's own are not refused. */
+	return user_tasks(getuid()) + ctx->lim.pids;
+}
+
+/* A limit v above the hard limit sandgate has (and may not raise: not
+ * root) comes down to it: a limit is a ceiling, and sandgate's own holds the
+ * jail already.  Async-signal-safe. */
+static rlim_t limit_within(int res, rlim_t v)
+{
 	struct rlimit r;
 
-	if (l->cpu_seconds) {
-		r.rlim_cur = r.rlim_max = (rlim_t)l->cpu_seconds;
-		if (setrlimit(RLIMIT_CPU, &r) < 0)
-			return -1;
-	}
-	if (l->as_mb) {
-		r.rlim_cur = r.rlim_max = (rlim_t)l->as_mb << 20;
-		if (setrlimit(RLIMIT_AS, &r) < 0)
-			return -1;
-	}
-	if (l->open_files) {
-		r.rlim_cur = r.rlim_max = (rlim_t)l->open_files;
-		if (setrlimit(RLIMIT_NOFILE, &r) < 0)
-			return -1;
-	}
+	if (geteuid() == 0 || getrlimit(res, &r) < 0 || r.rlim_max == RLIM_INFINITY)
+		return v;
+	return v < r.rlim_max ? v : r.rlim_max;
+}
+
+static int limit_set(int res, rlim_t v)
+{
+	struct rlimit r;
+
+	r.rlim_cur = r.rlim_max = limit_within(res, v);
+	return setrlimit(res, &r);
+}
+
+int local_rlimits_apply(const struct local_ctx *ctx, unsigned long nproc)
+{
+	const struct local_limits *l = &ctx->lim;
+
+	if ((l->cpu_seconds && limit_set(RLIMIT_CPU, (rlim_t)l->cpu_seconds) < 0) ||
+	    (l->as_mb && limit_set(RLIMIT_AS, (rlim_t)l->as_mb << 20) < 0) ||
+	    (l->open_files && limit_set(RLIMIT_NOFILE, (rlim_t)l->open_files) < 0))
+		return -1;
 	/* No pids cgroup: the kernel's per-user count (never applied to root). */
-	if (l->pids && !have_pids_cg && ctx->switch_user) {
-		r.rlim_cur = r.rlim_max = (rlim_t)l->pids;
-		if (setrlimit(RLIMIT_NPROC, &r) < 0)
-			return -1;
-	}
+	if (nproc && limit_set(RLIMIT_NPROC, (rlim_t)nproc) < 0)
+		return -1;
 	return 0;
 }
 
@@ -418,13 +463,19 @@ json_t *local_limits_json(struct local_ctx *ctx)
 						     cgs->kind == LOCAL_CG_V1 ? "v1" : "none"));
 	json_object_set_new(o, "pids", LIM(l->pids));
 	json_object_set_new(o, "memory_mb", LIM(cgs->kind != LOCAL_CG_NONE ? l->memory_mb : 0));
-	json_object_set_new(o, "cpu_seconds", LIM(l->cpu_seconds));
-	json_object_set_new(o, "address_space_mb", LIM(l->as_mb));
-	json_object_set_new(o, "open_files", LIM(l->open_files));
+	/* what the jail gets: a sandgate that is not root cannot go above its own */
+	json_object_set_new(o, "cpu_seconds",
+			    LIM(l->cpu_seconds ? limit_within(RLIMIT_CPU, l->cpu_seconds) : 0));
+	json_object_set_new(o, "address_space_mb",
+			    LIM(l->as_mb ? limit_within(RLIMIT_AS, (rlim_t)l->as_mb << 20) >> 20 : 0));
+	json_object_set_new(o, "open_files",
+			    LIM(l->open_files ? limit_within(RLIMIT_NOFILE, l->open_files) : 0));
 #undef LIM
 	if (cgs->kind == LOCAL_CG_NONE)
 		json_object_set_new(o, "note", json_pack("s++", "no cgroups (", cgs->why,
-			"): pids is RLIMIT_NPROC of the sandbox user, shared by all local sandboxes; "
-			"memory is limited per process only"));
+			ctx->switch_user ? "): pids is RLIMIT_NPROC of the sandbox user, shared by "
+			"all local sandboxes; memory is limited per process only" :
+			"): pids is RLIMIT_NPROC, sandgate's user's tasks at a jail's start plus pids, "
+			"shared by all local sandboxes; memory is limited per process only"));
 	return o;
 }

@@ -139,12 +139,17 @@ struct local_cg {
  * failed where they should work. */
 int local_cg_make(struct local_ctx *ctx, const char *name, struct local_cg *cg,
 		  struct sg_err *err);
+/* RLIMIT_NPROC for a jail, 0 for none (no pids limit, or a pids cgroup,
+ * have_pids_cg, holds it): [local] pids for the sandbox user of a root
+ * sandgate; else sandgate's own user's tasks now plus pids (the jails run as
+ * that user, who runs other things too).  Before the fork: it reads /proc. */
+unsigned long local_nproc_cap(const struct local_ctx *ctx, bool have_pids_cg);
 /* In the jail's child before exec, only async-signal-safe calls: joins the
  * cgroups (while their fds are open), and sets the rlimits (after the fds
- * were moved: RLIMIT_NOFILE may be small); have_pids_cg: a pids cgroup was
- * joined, else RLIMIT_NPROC stands in.  Each returns 0 or -1 (errno). */
+ * were moved: RLIMIT_NOFILE may be small); nproc: RLIMIT_NPROC, 0 none
+ * (local_nproc_cap).  Each returns 0 or -1 (errno). */
 int local_cg_join(const struct local_cg *cg);
-int local_rlimits_apply(const struct local_ctx *ctx, bool have_pids_cg);
+int local_rlimits_apply(const struct local_ctx *ctx, unsigned long nproc);
 /* The jail's seccomp filter (filter.c): a classic BPF program, *len bytes,
  * static, for bwrap's --seccomp.  add_key, request_key and keyctl fail
  * with ENOSYS; a system call of a foreign ABI (not x86_64, x32 or i386 on

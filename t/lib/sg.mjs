@@ -333,9 +333,12 @@ export async function sdkClient(extraArgs = [], env = {}, opts = {}) {
   const { Client, StdioClientTransport } = await sdk();
   const stderrPath = stderrFile();
   const args = [...(opts.preArgs ?? []), 'stdio', ...extraArgs];
+  // opts.wrap: a command line that runs the server, given as its last
+  // arguments (another user, other limits)
+  const wrap = opts.wrap ?? [];
   const transport = new StdioClientTransport({
-    command: process.env.SANDGATE_BIN,
-    args,
+    command: wrap.length ? wrap[0] : process.env.SANDGATE_BIN,
+    args: wrap.length ? [...wrap.slice(1), process.env.SANDGATE_BIN, ...args] : args,
     env: serverEnv(env),  // the SDK would otherwise pass only HOME, PATH, ...: keep ASAN_OPTIONS etc.
     stderr: 'pipe',
     cwd: opts.cwd ?? tmpdir(),

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,6 +201,54 @@ static void test_remove(void)
 	close(pfd);
 }
 
+/* A chain of `depth` directories in dir, the last holding a file and an
+ * unwritable directory; built by descriptors (its path is far longer than
+ * PATH_MAX). */
+static void make_chain(int dir, int depth)
+{
+	int fd = dup(dir);
+
+	for (int i = 0; i < depth && fd >= 0; i++) {
+		int next;
+
+		mkdirat(fd, "d", 0755);
+		next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0) {
+		close(openat(fd, "f", O_WRONLY | O_CREAT, 0644));
+		mkdirat(fd, "ro", 0500);
+		close(fd);
+	}
+}
+
+/* A sandbox's chain of 3,000 directories is removed with 32 descriptors
+ * allowed (a recursion held two a level and gave up past 1,024 deep: the
+ * directory stayed on the host for good). */
+static void test_remove_deep(void)
+{
+	struct rlimit old, low;
+	char tree[300];
+	struct stat st;
+	int pfd = open(top, O_RDONLY | O_DIRECTORY), tfd, rc;
+
+	at(tree, sizeof(tree), top, "chain");
+	mkdir(tree, 0755);
+	tfd = open(tree, O_RDONLY | O_DIRECTORY);
+	make_chain(tfd, 3000);
+	close(tfd);
+	getrlimit(RLIMIT_NOFILE, &old);
+	low = old;
+	low.rlim_cur = 32;
+	setrlimit(RLIMIT_NOFILE, &low);
+	rc = local_remove_tree(pfd, "chain");
+	setrlimit(RLIMIT_NOFILE, &old);
+	fakehost_ok(rc == 0 && stat(tree, &st) < 0 && errno == ENOENT,
+		    "a chain of 3000 directories is removed within 32 descriptors (rc %d)", rc);
+	close(pfd);
+}
+
 int main(void)
 {
 	char p[600], cmd[700];
@@ -228,6 +277,7 @@ int main(void)
 	test_race(dfd);
 	close(dfd);
 	test_remove();
+	test_remove_deep();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", top);

@@ -181,6 +181,16 @@ static int jail_root_links(struct local_jail *j)
 	return rc;
 }
 
+/* A tmpfs at `at` of mb MiB (0: as large as the kernel lets it). */
+static int jail_tmpfs(struct local_jail *j, unsigned long mb, const char *at)
+{
+	int rc = 0;
+
+	if (mb)
+		rc |= jail_arg(j, "--size") | jail_arg(j, "%lu", mb << 20);
+	return rc | jail_arg(j, "--tmpfs") | jail_arg(j, "%s", at);
+}
+
 /* The options, after argv[0]. */
 static int jail_args(struct local_jail *j, const char *hostname, const char *arg)
 {
@@ -208,8 +218,10 @@ static int jail_args(struct local_jail *j, const char *hostname, const char *arg
 	      jail_arg(j, "%d", JAIL_FD_BASE + JFD_HOSTS) | jail_arg(j, "/etc/hosts");
 	rc |= jail_arg(j, "--perms") | jail_arg(j, "0644") | jail_arg(j, "--ro-bind-data") |
 	      jail_arg(j, "%d", JAIL_FD_BASE + JFD_HOSTNAME) | jail_arg(j, "/etc/hostname");
-	rc |= jail_arg(j, "--proc") | jail_arg(j, "/proc") | jail_arg(j, "--dev") |
-	      jail_arg(j, "/dev") | jail_arg(j, "--tmpfs") | jail_arg(j, "/tmp");
+	rc |= jail_arg(j, "--proc") | jail_arg(j, "/proc") | jail_arg(j, "--dev") | jail_arg(j, "/dev");
+	/* tmpfs is memory: without a size a sandbox could fill the host's
+	 * (a memory cgroup charges it, but there may be none) */
+	rc |= jail_tmpfs(j, ctx->lim.tmp_mb, "/tmp") | jail_tmpfs(j, ctx->lim.shm_mb, "/dev/shm");
 	if (ctx->switch_user)
 		rc |= jail_arg(j, "--bind") | jail_arg(j, PORTAL_WS) | jail_arg(j, LOCAL_WORKSPACE) |
 		      jail_arg(j, "--ro-bind") | jail_arg(j, PORTAL_RUNNER) |

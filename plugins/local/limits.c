@@ -470,6 +470,8 @@ json_t *local_limits_json(struct local_ctx *ctx)
 			    LIM(l->as_mb ? limit_within(RLIMIT_AS, (rlim_t)l->as_mb << 20) >> 20 : 0));
 	json_object_set_new(o, "open_files",
 			    LIM(l->open_files ? limit_within(RLIMIT_NOFILE, l->open_files) : 0));
+	json_object_set_new(o, "tmp_mb", LIM(l->tmp_mb));
+	json_object_set_new(o, "shm_mb", LIM(l->shm_mb));
 #undef LIM
 	if (cgs->kind == LOCAL_CG_NONE)
 		json_object_set_new(o, "note", json_pack("s++", "no cgroups (", cgs->why,

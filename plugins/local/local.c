@@ -125,6 +125,8 @@ static int local_init(const struct sg_host_api *host, void **priv, struct sg_err
 		.cpu_seconds = config_ulong(host, "cpu_seconds", 3600),
 		.as_mb = config_ulong(host, "address_space_mb", 16384),
 		.open_files = config_ulong(host, "open_files", 4096),
+		.tmp_mb = config_ulong(host, "tmp_mb", 1024),
+		.shm_mb = config_ulong(host, "shm_mb", 64),
 	};
 	ctx->faults = f && strcmp(f, "1") == 0; /* test hook: the runner's --fault */
 	pthread_mutex_init(&ctx->lock, NULL);
@@ -202,6 +204,10 @@ static const struct sg_config_key local_config_keys[] = {
 	  .help = "address space per process in MiB (RLIMIT_AS); 0: no limit" },
 	{ .key = "open_files", .def = "4096", .accepts = "uint",
 	  .help = "open files per process (RLIMIT_NOFILE); 0: no limit" },
+	{ .key = "tmp_mb", .def = "1024", .accepts = "uint",
+	  .help = "size of the sandbox's /tmp in MiB (a tmpfs: memory); 0: no limit" },
+	{ .key = "shm_mb", .def = "64", .accepts = "uint",
+	  .help = "size of the sandbox's /dev/shm in MiB (a tmpfs: memory); 0: no limit" },
 	{ .key = NULL }
 };
 

@@ -41,6 +41,8 @@ struct local_limits {
 	unsigned long cpu_seconds;   /* RLIMIT_CPU, per process */
 	unsigned long as_mb;         /* RLIMIT_AS, per process */
 	unsigned long open_files;    /* RLIMIT_NOFILE, per process */
+	unsigned long tmp_mb;        /* size of the jail's /tmp tmpfs */
+	unsigned long shm_mb;        /* size of the jail's /dev/shm tmpfs */
 };
 
 /* Where sandgate may make cgroups, found once (limits.c). */

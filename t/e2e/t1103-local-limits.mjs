@@ -1,7 +1,7 @@
 // Limits and process tracking of local sandboxes with sandgate running as
 // root (as CI and the Quick start do; the kernel never limits root's process
 // count, so the jail must run as another user): a fork bomb and a memory hog
-// are stopped by the limits while a second sandbox keeps answering and the
+// are stopped by the limits, /tmp and /dev/shm hold their sizes, while a second sandbox keeps answering and the
 // server keeps serving; a timed-out command and a `sleep &` leave no process
 // on the host after kill_sandbox, and none after kill -9 of sandgate.
 import { execFile } from 'node:child_process';
@@ -10,7 +10,8 @@ import { promisify } from 'node:util';
 import { t, preflight, sdkClient, errorText, sleep, trackSandbox, waitFor, SPARE_DEFAULT } from '../lib/sg.mjs';
 
 const execFileP = promisify(execFile);
-const LIMITS = ['--set', 'sandbox.default_backend=local', '--set', 'local.pids=64', '--set', 'local.memory_mb=256'];
+const LIMITS = ['--set', 'sandbox.default_backend=local', '--set', 'local.pids=64', '--set', 'local.memory_mb=256',
+  '--set', 'local.tmp_mb=8', '--set', 'local.shm_mb=4'];
 const MARK = `${process.pid}`; // in sleep's argument: processes this test started
 
 /** Host processes whose command line holds text. */
@@ -45,6 +46,14 @@ t.run(async () => {
   const user = (await srv.tool('run_command', { command: 'id -un; id -u', sandbox_id: a.sandbox_id })).stdout.split('\n');
   t.isnt(user[1], '0', `the jail runs as an unprivileged user (${user[0]}, uid ${user[1]})`);
   t.cmp(cgroupProcs(a.sandbox_id).length, '>=', 3, 'the jail\'s processes are in its cgroups (bwrap, its init, the runner)');
+
+  // ---- /tmp and /dev/shm are tmpfs (memory) of the sizes set
+  t.hasFields(lim, { tmp_mb: 8, shm_mb: 4 }, 'their sizes are in the details', a.details);
+  const fill = await srv.tool('run_command', { sandbox_id: a.sandbox_id, command:
+    'for d in /tmp /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=20 2>&1 | grep -o "No space left on device"; ' +
+    'echo "$d $(du -m $d/fill | cut -f1)"; rm -f $d/fill; done' });
+  t.is(fill.stdout, 'No space left on device\n/tmp 8\nNo space left on device\n/dev/shm 4\n',
+    '20 MiB fill /tmp at 8 MiB and /dev/shm at 4', fill);
 
   // ---- a fork bomb in A; B answers meanwhile; the server serves
   const bomb = srv.call('run_command', { command: 'f() { f | f & }; f; sleep 6; echo survived', sandbox_id: a.sandbox_id, timeout: 10 });

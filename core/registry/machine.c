@@ -225,6 +225,28 @@ static bool visible(const struct sg_entry *e, const struct sg_session *s)
 	       (e->name[0] && shared_machine(e->name));
 }
 
+bool sg_machine_visible(const struct sg_entry *e, const struct sg_session *s)
+{
+	bool v;
+
+	pthread_mutex_lock(&reg_lock);
+	v = visible(e, s);
+	pthread_mutex_unlock(&reg_lock);
+	return v;
+}
+
+/* Whether key is the id of a machine in the registry, whoever's. */
+static bool id_in_use(const char *key)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&reg_lock);
+	for (struct sg_entry *e = registry; e && !found; e = e->next)
+		found = strcmp(e->m.id, key) == 0;
+	pthread_mutex_unlock(&reg_lock);
+	return found;
+}
+
 /* Orphans of dead sandgate processes belong to no live session: they stay
  * addressable by explicit id until they expire, but no session lists them
  * as its own. */
@@ -602,6 +624,11 @@ int sg_machine_create_persistent(struct sg_session *s, const char *backend,
 		return sg_errf(err, SG_E_EXISTS,
 			       "a machine named '%s' exists already: use it, or remove it first", req->name);
 	}
+	/* A name works wherever an id does: one that is another machine's id
+	 * would stand for that machine in lookups by id. */
+	if (id_in_use(req->name))
+		return sg_errf(err, SG_E_EXISTS,
+			       "name '%s' is a machine's id: choose another name", req->name);
 	r.owner = sg_machine_owner_label();
 	r.session_hash = s->hash;
 	r.persistent = true;

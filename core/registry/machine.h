@@ -86,6 +86,12 @@ json_t *sg_machine_summary(const struct sg_entry *e);
  * SG_E_NOTFOUND (or SG_E_INVAL for an ambiguous prefix) in err. */
 struct sg_entry *sg_machine_get(struct sg_session *s, const char *id, struct sg_err *err);
 
+/* Whether session s may see machine e (its own, its credential's, a shared
+ * one), e being alive: the check sg_machine_get() makes, for an entry the
+ * caller holds (a shell's).  Lookup by e's id would not do: a persistent
+ * name may equal it. */
+bool sg_machine_visible(const struct sg_entry *e, const struct sg_session *s);
+
 /* Every machine visible to s but adopted orphans (addressable by id only),
  * oldest first, each a reference: *out is a new array (free() it after
  * sg_machine_put() on each).  Persistent machines of s's credential that

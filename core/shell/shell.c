@@ -473,7 +473,6 @@ struct sg_shell *sg_shell_default(struct sg_entry *e, struct sg_call *call, stru
 struct sg_shell *sg_shell_get(struct sg_session *s, const char *id, struct sg_err *err)
 {
 	struct sg_shell *sh = NULL;
-	struct sg_entry *v;
 
 	pthread_mutex_lock(&reg_lock);
 	for (struct sg_shell *x = shells; x; x = x->next) {
@@ -484,16 +483,15 @@ struct sg_shell *sg_shell_get(struct sg_session *s, const char *id, struct sg_er
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
-	/* A shell is visible exactly when its machine is. */
-	v = sh ? sg_machine_get(s, sh->e->m.id, NULL) : NULL;
-	if (!v) {
+	/* A shell is visible exactly when its machine is: that entry, not one
+	 * its id names (a persistent name of another credential's may equal it). */
+	if (!sh || !sg_machine_visible(sh->e, s)) {
 		sg_shell_put(sh);
 		sg_errf(err, SG_E_NOTFOUND,
 			"shell_id '%s' not found: it was removed or its machine is gone; sandbox_env shell_list shows the shells",
 			id);
 		return NULL;
 	}
-	sg_machine_put(v);
 	return sh;
 }
 

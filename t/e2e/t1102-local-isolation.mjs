@@ -160,6 +160,16 @@ for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", 
   t.deepEqual(await writeTools(sa, saa.sandbox_id, toB, hostDir(sba)), [], '... nor write there');
   const cat = await sa.tool('run_command', { command: `cat ${hostDir(sba)}/mine.txt ../${path.basename(hostDir(sba))}/mine.txt 2>&1; true` });
   t.ok(!cat.stdout.includes(SECRET), 'nor its commands', cat);
+  // a shell is B's as its machine is: A cannot use it, even by naming a
+  // machine of its own after B's sandbox id (a name works where an id does)
+  const shB = await sb.tool('sandbox_env', { action: 'shell_new', params: { machine: sba.sandbox_id } });
+  await sb.tool('sandbox_shell_exec', { shell_id: shB.shell_id, command: `export TOKEN=${SECRET}` });
+  const named = await sa.call('sandbox_env', { action: 'machine_create', params: { name: sba.sandbox_id } });
+  t.ok(named.isError && /is a machine's id: choose another name/.test(errorText(named)),
+    'session A cannot name a machine after B\'s sandbox id', { text: errorText(named) });
+  const useB = await sa.call('sandbox_shell_exec', { shell_id: shB.shell_id, command: 'echo $TOKEN; cat mine.txt' });
+  t.ok(useB.isError && /shell_id '[^']+' not found/.test(errorText(useB)) && !JSON.stringify(useB).includes(SECRET),
+    'session A cannot use B\'s shell', { text: errorText(useB) });
   await sa.close();
   await sb.close();
   await http.stop('SIGTERM');

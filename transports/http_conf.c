@@ -55,6 +55,34 @@ static size_t add_token_list(struct http_conf *c, const char *list)
 	return added;
 }
 
+/* The token a line of the tokens file holds, whole (blanks around it
+ * trimmed): its length, 0 for none (blank, a comment), or -1 when it is not
+ * a token68 (RFC 6750 2.1: letters, digits, "-._~+/", then "="s), which a
+ * comma is not: a line is one token, never a list. */
+static ssize_t token_line(const char *line, const char **tok)
+{
+	const char *p = line, *e = line + strlen(line);
+	bool eq = false;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+		e--;
+	*tok = p;
+	if (p == e || *p == '#')
+		return 0;
+	for (const char *q = p; q < e; q++) {
+		bool word = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			    (*q >= '0' && *q <= '9') || strchr("-._~+/", *q);
+
+		if (*q == '=')
+			eq = true;
+		else if (!word || eq)
+			return -1;
+	}
+	return e - p;
+}
+
 /* [server] auth_tokens_file: one token per line ('#' comments).  A file
  * readable by group or others is refused (secrets, like the config file).
  * With eph (ephemeral_token = true, which makes a token anyway) a missing
@@ -86,14 +114,20 @@ static int load_token_file(struct http_conf *c, const char *path, bool eph)
 			 path, (unsigned)(stt.st_mode & 07777), path);
 		goto out;
 	}
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		char *p = line;
+	for (unsigned no = 1; (n = getline(&line, &cap, f)) >= 0; no++) {
+		const char *tok;
+		ssize_t len = token_line(line, &tok);
 
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p != '#')
-			add_token_list(c, p);
+		if (len > 0)
+			add_token(c, tok, (size_t)len);
 		OPENSSL_cleanse(line, cap);
+		if (len < 0) {
+			/* the line is not echoed: it may be a token with a typo */
+			SG_ERROR("[server] auth_tokens_file '%s': line %u is not a bearer token (one token a "
+				 "line: letters, digits and -._~+/, then = for padding; no commas or blanks): fix that line",
+				 path, no);
+			goto out;
+		}
 	}
 	if (c->n_tokens == before && eph) {
 		SG_INFO("http: [server] auth_tokens_file '%s' holds no token: only the ephemeral token is accepted", path);

@@ -2,7 +2,8 @@
 // others stops the server with "chmod 600"; 401 with WWW-Authenticate for a
 // missing or wrong token; tokens from the file, SANDGATE_SERVER_AUTH_TOKENS,
 // ABX_MCP_AUTH_TOKEN and an ephemeral one; sessions bound to their token;
-// non-loopback binding needs allowed_hosts; tokens never logged.
+// non-loopback binding needs allowed_hosts; tokens never logged; a token
+// file's line is one token (one with a comma stops the server).
 import fs from 'node:fs';
 import path from 'node:path';
 import { preflight, runCli, tmpdir } from '../lib/sg.mjs';
@@ -29,6 +30,15 @@ t.run(async () => {
   t.is(anyHost.code, 3, 'a non-loopback host without allowed_hosts: exit 3', anyHost);
   t.like(anyHost.stderr, /allowed_hosts/, 'the message names [server] allowed_hosts');
   // (a non-loopback host without a token source gets a generated token: t3009)
+  // a line is one token, never a list: one with a comma stops the server
+  // (it was split, so the token was refused and each piece accepted)
+  const commas = path.join(tmpdir(), 'tokens-commas');
+  fs.writeFileSync(commas, `${T1}\nZq8Lm2Vx9Rt4Wp7Kc3Nd,x\n`, { mode: 0o600 });
+  const split = await runCli(['--set', 'server.port=0', '--set', `server.auth_tokens_file=${commas}`, 'http'], {}, { timeout: 20000 });
+  t.is(split.code, 3, 'a token file line with a comma: exit 3', split);
+  t.like(split.stderr, /auth_tokens_file '[^']*tokens-commas': line 2 is not a bearer token \(one token a line: letters, digits and -\._~\+\/, then = for padding; no commas or blanks\): fix that line/,
+    '... naming the file and the line, not echoing it', { stderr: split.stderr });
+  t.unlike(split.stderr, /Zq8Lm2Vx9Rt4Wp7Kc3Nd/, 'the line itself is not in the message');
 
   // ---- tokens from the file and the environment
   fs.chmodSync(file, 0o600);

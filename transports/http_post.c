@@ -76,6 +76,7 @@ static struct MHD_Response *post_decide_locked(struct req *r, int n, const char 
 					       unsigned *status)
 {
 	struct stream *st = r->st;
+	struct MHD_Response *resp;
 	char *body;
 
 	*status = MHD_HTTP_OK;
@@ -100,7 +101,11 @@ static struct MHD_Response *post_decide_locked(struct req *r, int n, const char 
 		}
 		http_stream_list_locked(st);
 		st->conn = r->conn;
-		return http_sse_response_locked(st);
+		resp = http_sse_response_locked(st);
+		/* an initialize answered as events names its session too */
+		if (resp && new_id)
+			MHD_add_response_header(resp, HDR_SESSION, new_id);
+		return resp;
 	}
 	/* JSON, still running: park the connection until the final message.
 	 * Suspended under the lock, so that the final message's resume

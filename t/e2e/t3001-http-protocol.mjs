@@ -152,6 +152,11 @@ t.run(async () => {
   t.is(jsonOnly.json?.id, 21, 'the JSON answer is the response');
   const sseOnly = await request(U, { body: rpc(22, 'ping'), sid, version: V, headers: { Accept: 'text/event-stream' } });
   t.is(parseSse(sseOnly.text).find((e) => e.msg)?.msg?.id, 22, 'Accept text/event-stream only: even ping comes as an event');
+  const sseInit = await request(U, { body: rpc(1, 'initialize', INIT), headers: { Accept: 'text/event-stream' } });
+  const sseSid = sseInit.headers.get('mcp-session-id') ?? '';
+  t.ok(/^[0-9a-f]{64}$/.test(sseSid) && parseSse(sseInit.text).find((e) => e.msg)?.msg?.result?.protocolVersion,
+    'an initialize answered as events carries Mcp-Session-Id', { headers: [...sseInit.headers], text: sseInit.text.slice(0, 300) });
+  t.is((await request(U, { method: 'DELETE', sid: sseSid, version: V })).status, 200, '... and that session can be ended');
   const ev2 = (await request(U, { body: { ...call, id: 23 }, sid, version: V })).events ?? [];
   t.ok(ev2.every((e) => !ev.some((f) => f.id === e.id)), 'event ids differ between the streams of a session');
   const old = await initSession(U); // a 2025-06-18 session gets no priming event

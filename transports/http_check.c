@@ -342,16 +342,66 @@ int sg_http_check_access(const struct sg_http_policy *p, const struct sg_http_re
 	return 0;
 }
 
+/* Whether the media type at m (up to its ';' parameters, blanks around it
+ * trimmed, n bytes at most) is `type` whole, case aside (RFC 9110 8.3.1). */
+static bool media_is(const char *m, size_t n, const char *type)
+{
+	size_t len = strlen(type);
+
+	while (n && (*m == ' ' || *m == '\t'))
+		m++, n--;
+	for (size_t i = 0; i < n; i++)
+		if (m[i] == ';') {
+			n = i;
+			break;
+		}
+	while (n && (m[n - 1] == ' ' || m[n - 1] == '\t'))
+		n--;
+	return n == len && strncasecmp(m, type, len) == 0;
+}
+
+/* Whether the range's parameters say q=0 ("not acceptable", RFC 9110
+ * 12.4.2). */
+static bool quality_zero(const char *m, size_t n)
+{
+	for (const char *p = memchr(m, ';', n); p && p < m + n; p = memchr(p + 1, ';', (size_t)(m + n - p - 1))) {
+		const char *q = p + 1;
+
+		while (q < m + n && (*q == ' ' || *q == '\t'))
+			q++;
+		if (m + n - q >= 2 && (*q == 'q' || *q == 'Q') && q[1] == '=') {
+			q += 2;
+			while (q < m + n && (*q == '0' || *q == '.'))
+				q++;
+			return q == m + n || *q == ';' || *q == ' ' || *q == '\t';
+		}
+	}
+	return false;
+}
+
 /* Accept (MCP basic/transports: clients list application/json and
- * text/event-stream).  Absent means anything. */
+ * text/event-stream), a comma-separated list of media ranges each compared
+ * whole, q=0 meaning no.  Absent means anything. */
 static void parse_accept(const char *a, struct sg_http_verdict *v)
 {
-	if (!a || strstr(a, "*/*")) {
+	if (!a) {
 		v->want_json = v->want_sse = true;
 		return;
 	}
-	v->want_json = strcasestr(a, "application/json") || strcasestr(a, "application/*");
-	v->want_sse = strcasestr(a, "text/event-stream") || strcasestr(a, "text/*");
+	v->want_json = v->want_sse = false;
+	while (*a) {
+		size_t n = strcspn(a, ",");
+
+		if (!quality_zero(a, n)) {
+			bool any = media_is(a, n, "*/*");
+
+			v->want_json |= any || media_is(a, n, "application/json") ||
+					media_is(a, n, "application/*");
+			v->want_sse |= any || media_is(a, n, "text/event-stream") ||
+				       media_is(a, n, "text/*");
+		}
+		a += n + (a[n] ? 1 : 0);
+	}
 }
 
 /* s is digits (check_framing): true when their number passes max.  Past 19
@@ -373,7 +423,8 @@ int sg_http_check_message(const struct sg_http_policy *p, const struct sg_http_r
 		return sg_http_fail(v, 406, "not acceptable: GET serves text/event-stream");
 	if (v->kind != SG_HTTP_POST)
 		return 0;
-	if (r->content_type && strncasecmp(r->content_type, "application/json", 16) != 0)
+	if (r->content_type &&
+	    !media_is(r->content_type, strlen(r->content_type), "application/json"))
 		return sg_http_fail(v, 415,
 				    "unsupported media type: POST a JSON-RPC message as application/json");
 	if (r->content_length && content_length_over(r->content_length, p->max_body)) {

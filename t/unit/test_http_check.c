@@ -367,6 +367,40 @@ static void test_message(void **state)
 		/* GET and DELETE have no body to type */
 		assert_int_equal(check(&p, "GET", "/mcp", h, &v), 0);
 	}
+	/* Media types are compared whole, never by prefix or substring. */
+	{
+		static const char *const bad[] = { "application/jsonp", "application/json-seq",
+						   "application/json5; x", "xapplication/json", NULL };
+
+		for (size_t i = 0; bad[i]; i++) {
+			const char *h[] = { "Content-Type", bad[i], NULL };
+
+			assert_int_equal(check(&p, "POST", "/mcp", h, &v), 415);
+		}
+	}
+	{
+		const char *h[] = { "Content-Type", " APPLICATION/JSON ;charset=utf-8", NULL };
+
+		assert_int_equal(check(&p, "POST", "/mcp", h, &v), 0);
+	}
+	{
+		const char *h[] = { "Accept", "application/jsonp, text/event-streams", NULL };
+
+		assert_int_equal(check(&p, "POST", "/mcp", h, &v), 406);
+	}
+	{
+		const char *h[] = { "Accept", "application/json;q=0, text/event-stream;q=0.5", NULL };
+
+		assert_int_equal(check(&p, "POST", "/mcp", h, &v), 0);
+		assert_false(v.want_json); /* q=0: not acceptable */
+		assert_true(v.want_sse);
+	}
+	{
+		const char *h[] = { "Accept", "*/*;q=0.1", NULL };
+
+		assert_int_equal(check(&p, "POST", "/mcp", h, &v), 0);
+		assert_true(v.want_json && v.want_sse);
+	}
 }
 
 /* ---- tokens and ids -------------------------------------------------------------------- */

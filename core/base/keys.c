@@ -80,6 +80,8 @@ static const struct sg_config_key server_keys[] = {
 	  .help = "bytes the calls in flight may hold at once (files read and written, command output, results being built); a call past it waits up to 2 s, then is refused; 0: a quarter of the machine's memory, from 256 MiB to 4 GiB" },
 	{ .key = "max_message_bytes", .def = "268435456", .accepts = "uint",
 	  .help = "largest JSON-RPC message accepted" },
+	{ .key = "max_batch", .def = "100", .accepts = "uint",
+	  .help = "messages one JSON-RPC batch may hold (MCP 2025-03-26 only); a larger batch is refused whole; 0: no limit" },
 	{ .key = "shutdown_grace", .def = "10", .accepts = "uint",
 	  .help = "seconds calls in flight may still finish when a session ends (stdio EOF, HTTP shutdown and DELETE)" },
 	{ .key = "shared_machines",

@@ -439,6 +439,7 @@ static int handle_batch(struct sg_session *s, json_t *arr, void *ctx)
 	struct batch *b;
 	struct reply_to rt = { .ctx = ctx };
 	size_t i, n = json_array_size(arr);
+	long long max_batch = sg_config_int("server", "max_batch", 100);
 	int replies = 0;
 	json_t *msg;
 
@@ -448,6 +449,17 @@ static int handle_batch(struct sg_session *s, json_t *arr, void *ctx)
 				   n == 0 ? "empty batch"
 					  : "batches are only part of MCP 2025-03-26: send one message at a time",
 				   NULL));
+		return 1;
+	}
+	/* Each element's reply is built and held until the batch's end (a
+	 * tools/list one is the whole list): a small request could make a
+	 * reply of hundreds of megabytes. */
+	if (max_batch > 0 && n > (size_t)max_batch) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "a batch of %zu messages: [server] max_batch allows %lld; "
+			 "send them in smaller batches", n, max_batch);
+		reply(s, &rt, NULL, sg_rpc_error(NULL, SG_RPC_INVALID_REQUEST, why, NULL));
 		return 1;
 	}
 	b = sg_xcalloc(1, sizeof(*b));

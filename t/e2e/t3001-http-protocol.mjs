@@ -204,6 +204,13 @@ t.run(async () => {
   t.ok(Array.isArray(batch.json) && batch.json.length === 2, 'a batch on a 2025-03-26 session gets an array of two responses', batch.json);
   const nbatch = await request(U, { body: [{ jsonrpc: '2.0', method: 'notifications/x' }], sid: bsid });
   t.is(nbatch.status, 202, 'a batch of notifications gets 202');
+  // each element's reply is held to the batch's end: [server] max_batch (100)
+  const full = await request(U, { body: Array.from({ length: 100 }, (_, i) => rpc(i + 1, 'ping')), sid: bsid });
+  t.is(full.json?.length, 100, 'a batch of 100 gets 100 responses');
+  const tooMany = await request(U, { body: Array.from({ length: 101 }, (_, i) => rpc(i + 1, 'tools/list')), sid: bsid });
+  t.is(tooMany.json?.error?.code, -32600, 'a batch of 101 is refused whole: -32600', tooMany.json);
+  t.is(tooMany.json?.error?.message, 'a batch of 101 messages: [server] max_batch allows 100; send them in smaller batches',
+    '... naming [server] max_batch and the fix');
   const nob = await request(U, { body: [rpc(1, 'ping')], sid, version: V });
   t.is(nob.json?.error?.code, -32600, 'a batch on a 2025-11-25 session gets -32600');
 

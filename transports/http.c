@@ -316,11 +316,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			if (st->hs->get == st)
 				st->hs->get = NULL;
 			if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && st->mode == MODE_SSE &&
-			    !st->is_get && !st->closed && !st->retained && st->listed) {
-				st->retained = true;
-				st->refs++;
-				st->detached_ms = sg_now_ms();
-			}
+			    !st->is_get && !st->closed && !st->retained && st->listed)
+				http_stream_retain_locked(st);
 		}
 		pthread_mutex_unlock(&st->hs->lock);
 	}

@@ -42,7 +42,7 @@ static void session_end_streams(struct hsess *hs)
 		if ((wake[nw] = http_stream_wake_locked(st)))
 			nw++;
 		if (st->retained) {
-			st->retained = false;
+			http_stream_unretain_locked(st);
 			if (http_stream_put_locked(st))
 				dead[nd++] = st;
 		}

@@ -40,7 +40,7 @@ static struct stream *get_resume_locked(struct req *r, struct stream *st, unsign
 	st->sent = http_stream_offset_after(st, seq);
 	st->refs++; /* the request's */
 	if (st->retained) {
-		st->retained = false;
+		http_stream_unretain_locked(st);
 		st->refs--;
 	}
 	SG_DEBUG("http: session %s resumes stream %u after event %u", r->hs->s->hash, st->no, seq);

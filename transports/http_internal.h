@@ -30,6 +30,7 @@
 #define TICK_MS 250            /* janitor period: TTL, keep-alives, retention */
 #define KEEPALIVE_MS 15000     /* a comment on an SSE stream silent this long */
 #define RETAIN_MS 60000        /* a broken finished stream waits this long for a resume */
+#define RETAIN_SESSION_MAX (64u << 20) /* bytes a session's retained streams hold at most */
 #define SSE_RETRY_MS 2000      /* the priming event's retry: field */
 #define SSE_BLOCK 16384        /* bytes MHD asks the SSE reader for at once */
 #define CONN_TIMEOUT_S 120     /* an idle keep-alive connection is closed */
@@ -69,6 +70,7 @@ struct hsess {
 	unsigned next_stream;
 	struct stream *streams;  /* pending, attached and retained streams */
 	struct stream *get;      /* the standalone GET stream (also in streams) */
+	size_t retained_bytes;   /* held by its retained streams (http_stream_retain_locked) */
 };
 
 enum stream_mode { MODE_PENDING, MODE_JSON, MODE_SSE };
@@ -94,6 +96,7 @@ struct stream {
 	size_t final_len;
 	int64_t last_write_ms;
 	int64_t detached_ms;
+	size_t held;             /* bytes counted as retained (out and final) */
 };
 
 struct req {
@@ -120,6 +123,7 @@ struct http_server {
 	atomic_bool stopping;
 	int closers;
 	atomic_int live_reqs;
+	atomic_size_t retained;  /* bytes all retained streams hold */
 	int sigpipe[2];
 };
 
@@ -171,6 +175,16 @@ size_t http_stream_offset_after(const struct stream *st, unsigned seq);
 void http_stream_prime_locked(struct stream *st);
 bool http_stream_put_locked(struct stream *st);
 bool http_stream_settle_locked(struct stream *st);
+/* Retention: a POST stream whose connection broke before its end is kept
+ * (a reference) for a resume with Last-Event-ID, its bytes counted against
+ * RETAIN_SESSION_MAX for its session and half of [server] memory_budget for
+ * the server: past either it is not kept (returns false).  unretain ends
+ * that and its count; the caller drops the reference.  hs->lock held. */
+bool http_stream_retain_locked(struct stream *st);
+void http_stream_unretain_locked(struct stream *st);
+/* Whether hs's retained streams hold more than their share: the janitor
+ * then lets the oldest go.  hs->lock held. */
+bool http_retained_over_locked(const struct hsess *hs);
 void http_stream_unref(struct stream *st);
 struct MHD_Connection *http_stream_wake_locked(struct stream *st);
 bool http_wants_priming(struct sg_session *s);

@@ -172,6 +172,25 @@ static void chores_dead(struct chores *c, struct stream *st)
 	c->dead[c->nd++] = st;
 }
 
+/* Lets hs's oldest retained stream go (over its share: a call that still
+ * writes on a stream nobody reads).  Returns false when none is left. */
+static bool trim_oldest_locked(struct hsess *hs, struct chores *c)
+{
+	struct stream *old = NULL;
+
+	for (struct stream *st = hs->streams; st; st = st->next)
+		if (st->retained && !st->conn && (!old || st->detached_ms < old->detached_ms))
+			old = st;
+	if (!old)
+		return false;
+	SG_DEBUG("http: session %s: retained stream %u (%zu bytes) let go: over the limit",
+		 hs->s->hash, old->no, old->held);
+	http_stream_unretain_locked(old);
+	if (http_stream_put_locked(old))
+		chores_dead(c, old);
+	return true;
+}
+
 /* Keep-alive comments on silent streams (so a dead peer is noticed: MHD
  * does not watch a suspended connection, and proxies drop idle ones) and
  * the end of retention.  Returns whether a stream is being delivered,
@@ -192,11 +211,13 @@ static bool tend_streams_locked(struct hsess *hs, int64_t now, struct chores *c)
 		}
 		if (st->retained && !st->conn && st->done &&
 		    now - (st->detached_ms > st->last_write_ms ? st->detached_ms : st->last_write_ms) >= RETAIN_MS) {
-			st->retained = false;
+			http_stream_unretain_locked(st);
 			if (http_stream_put_locked(st))
 				chores_dead(c, st);
 		}
 	}
+	while (http_retained_over_locked(hs) && trim_oldest_locked(hs, c))
+		;
 	return busy;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/base/mem.h"
 #include "core/protocol/call.h"
 #include "core/base/util.h"
 #include "transports/http_internal.h"
@@ -111,6 +112,56 @@ void http_stream_event_locked(struct stream *st, const char *data, size_t len)
 	http_buf_add(&st->out, data, len);
 	http_buf_add(&st->out, "\n\n", 2);
 	st->last_write_ms = sg_now_ms();
+	if (st->retained) { /* a call still running writes on: counted (the janitor trims) */
+		size_t more = (size_t)n + len + 2;
+
+		st->held += more;
+		st->hs->retained_bytes += more;
+		atomic_fetch_add(&http_srv.retained, more);
+	}
+}
+
+/* ---- retention ------------------------------------------------------------ */
+
+/* Retained streams may hold half the memory budget server-wide: a client
+ * that drops its connections as soon as it has asked cannot make replies
+ * pile up for RETAIN_MS past what the server may hold. */
+static size_t retain_server_max(void)
+{
+	return sg_mem_budget() / 2;
+}
+
+bool http_retained_over_locked(const struct hsess *hs)
+{
+	return hs->retained_bytes > RETAIN_SESSION_MAX ||
+	       atomic_load(&http_srv.retained) > retain_server_max();
+}
+
+bool http_stream_retain_locked(struct stream *st)
+{
+	size_t size = st->out.len + (st->final ? st->final_len : 0);
+
+	if (st->hs->retained_bytes + size > RETAIN_SESSION_MAX ||
+	    atomic_load(&http_srv.retained) + size > retain_server_max()) {
+		SG_DEBUG("http: session %s: stream %u (%zu bytes) not kept for a resume: the retained "
+			 "streams are at their limit", st->hs->s->hash, st->no, size);
+		return false;
+	}
+	st->retained = true;
+	st->refs++;
+	st->detached_ms = sg_now_ms();
+	st->held = size;
+	st->hs->retained_bytes += size;
+	atomic_fetch_add(&http_srv.retained, size);
+	return true;
+}
+
+void http_stream_unretain_locked(struct stream *st)
+{
+	st->retained = false;
+	st->hs->retained_bytes -= st->held;
+	atomic_fetch_sub(&http_srv.retained, st->held);
+	st->held = 0;
 }
 
 /* The priming event of MCP 2025-11-25 basic/transports (SEP-1699): an id and

@@ -74,14 +74,17 @@
 #define PORTAL_WS       PORTAL "/workspace"
 #define PORTAL_RUNNER   PORTAL "/sandgate-runner"
 
-/* Host files the jail's /etc gets read-only (when they exist). */
+/* Host files the jail's /etc gets read-only (when they exist): what tools
+ * need to work as on the host, and doc/local.md lists.  Not
+ * /etc/environment: PAM's, for logins a jail never has, and where proxy
+ * credentials are often kept. */
 static const char *const jail_etc[] = {
 	"alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates",
 	"ca-certificates.conf", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
 	"protocols", "services", "networks", "ethertypes", "localtime", "timezone",
 	"locale.alias", "locale.gen", "default/locale", "ld.so.cache", "ld.so.conf",
 	"ld.so.conf.d", "mime.types", "magic", "magic.mime", "bash.bashrc", "profile",
-	"inputrc", "environment", "os-release", "debian_version", "lsb-release",
+	"inputrc", "os-release", "debian_version", "lsb-release",
 	"fonts", "matplotlibrc", "python3", "python3.11", "python3.12", "perl", "gitconfig",
 	"npmrc", "java-17-openjdk", "subversion", "wgetrc", "curlrc", NULL
 };

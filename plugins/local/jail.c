@@ -40,6 +40,7 @@
 #endif
 
 #include "plugins/local/local.h"
+#include "plugins/runner/jailfilter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -283,7 +284,7 @@ static int jail_etc_fds(struct local_jail *j, const char *hostname)
 	struct group *gr = getgrgid(ctx->gid);
 	const char *gname = gr && gr->gr_name ? gr->gr_name : "sandbox";
 	size_t flen;
-	const void *filter = local_filter(&flen);
+	const void *filter = rn_jail_filter(&flen);
 
 	snprintf(passwd, sizeof(passwd),
 		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"

@@ -152,11 +152,6 @@ unsigned long local_nproc_cap(const struct local_ctx *ctx, bool have_pids_cg);
  * (local_nproc_cap).  Each returns 0 or -1 (errno). */
 int local_cg_join(const struct local_cg *cg);
 int local_rlimits_apply(const struct local_ctx *ctx, unsigned long nproc);
-/* The jail's seccomp filter (filter.c): a classic BPF program, *len bytes,
- * static, for bwrap's --seccomp.  add_key, request_key and keyctl fail
- * with ENOSYS; a system call of a foreign ABI (not x86_64, x32 or i386 on
- * x86_64; not AArch64 on aarch64) with ENOSYS too. */
-const void *local_filter(size_t *len);
 /* Kills whatever is left in the cgroups and removes them; closes fds. */
 void local_cg_remove(struct local_cg *cg);
 /* The limits as JSON for create_sandbox's details: a new object. */

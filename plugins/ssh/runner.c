@@ -27,6 +27,7 @@
 #endif
 
 #include "plugins/ssh/ssh.h"
+#include "plugins/runner/jailfilter.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -389,7 +390,26 @@ struct jail_argv {
 	int n;
 	char bufs[8][SSH_PATH_MAX + 32];
 	int nb;
+	char filter[4 * 512 + 1];        /* the seccomp filter as printf's \ooo escapes */
 };
+
+/* bwrap takes its seccomp filter on a descriptor (--seccomp 9): a shell
+ * writes it beside the jail's /etc files at each start (a sandbox made by
+ * an older sandgate has none yet) and hands it over.  $1 the /etc files'
+ * directory, $2 the filter as octal escapes (every byte: no '%' for
+ * printf to take as a conversion), then bwrap's argv. */
+static const char jail_start_script[] =
+	"f=$1/seccomp && printf \"$2\" > \"$f\" && shift 2 && exec \"$@\" 9< \"$f\"";
+
+/* The filter (plugins/runner/jailfilter.c) as \ooo escapes in a->filter. */
+static void ja_filter(struct jail_argv *a)
+{
+	size_t len, n = 0;
+	const unsigned char *p = rn_jail_filter(&len);
+
+	for (size_t i = 0; i < len && n + 5 <= sizeof(a->filter); i++)
+		n += (size_t)snprintf(a->filter + n, sizeof(a->filter) - n, "\\%03o", p[i]);
+}
 
 static void ja_add(struct jail_argv *a, const char *s)
 {
@@ -415,6 +435,13 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 	struct ssh_pool *p = rs->pool;
 
 	a->n = a->nb = 0;
+	ja_filter(a);
+	ja_add(a, "/bin/sh");
+	ja_add(a, "-c");
+	ja_add(a, jail_start_script);
+	ja_add(a, "sh");
+	ja_add(a, rs->etc);
+	ja_add(a, a->filter);
 	ja_add(a, "bwrap");
 	for (int i = 0; ns[i]; i++)
 		ja_add(a, ns[i]);
@@ -466,6 +493,8 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 	ja_add(a, "--setenv");
 	ja_add(a, "TMPDIR");
 	ja_add(a, "/tmp");
+	ja_add(a, "--seccomp"); /* the keyrings: doc/local.md */
+	ja_add(a, "9");
 	ja_add(a, "--");
 	ja_add(a, "/.sandgate-runner");
 	ja_add(a, arg);

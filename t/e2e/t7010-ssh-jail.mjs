@@ -1,7 +1,8 @@
 // Jailed SSH sandboxes against a real sshd on this host: with [ssh]
 // isolation = auto and bubblewrap there, each sandbox is a jail on the
 // host with its directory at /workspace and the runner inside; tried from
-// inside as an agent would, the host's /etc/shadow and other sandboxes'
+// inside as an agent would, the host's /etc/shadow, the kernel's keyrings,
+// inherited descriptors and other sandboxes'
 // directories are out of reach and every file tool refuses ../ and links to
 // them (the file tools go through the runner, never SFTP); a timed-out
 // command and `sleep &` leave no process after kill_sandbox, and none after
@@ -81,6 +82,19 @@ t.run(async () => {
   const shadow = await run('cat /etc/shadow 2>&1; echo "rc=$?"');
   t.ok(/rc=[1-9]/.test(shadow.stdout), 'the host\'s /etc/shadow cannot be read', shadow);
   t.like((await run('touch /usr/x /x 2>&1; true')).stdout, /Read-only file system[^]*Read-only file system/, '/usr and / are read-only');
+  // the keyrings are not namespaced: the jail's seccomp filter refuses the
+  // key calls (the SSH login's session keyring, the user's, shared otherwise)
+  const keys = await run(`python3 -c '
+import ctypes, os
+nr = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+l = ctypes.CDLL(None, use_errno=True)
+for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", (nr[1], 0, -3, 0))):
+    ctypes.set_errno(0)
+    print(name, l.syscall(*args), ctypes.get_errno())
+'`);
+  t.is(keys.stdout, 'add_key -1 38\nkeyctl -1 38\n', 'add_key and keyctl fail with ENOSYS in the jail', keys);
+  t.deepEqual((await run('ls /proc/self/fd | tr "\\n" " "')).stdout.trim().split(' '), ['0', '1', '2', '3'],
+    'a command has fds 0-2 (and ls its own 3)');
   const byHost = await run(`cat ${bDir}/private.txt 2>/dev/null; ls ${s.root} 2>/dev/null; echo rc=$?`);
   t.ok(!byHost.stdout.includes(SECRET) && !byHost.stdout.includes(path.basename(bDir)) && /rc=[1-9]/.test(byHost.stdout),
     'B\'s directory is not visible in A', byHost);

@@ -1,6 +1,7 @@
 /*
- * The jail's system call filter, handed to bwrap (--seccomp FD) and in
- * force from the runner on.  Namespaces leave the kernel's keyrings shared:
+ * The jails' system call filter (a local sandbox's on this host, a jailed
+ * SSH sandbox's there), handed to bwrap (--seccomp FD) and in force from
+ * the runner on.  Namespaces leave the kernel's keyrings shared:
  * a jail inherited sandgate's session keyring (whatever the operator's login
  * or service manager had put there, readable), and every sandbox of a root
  * sandgate runs as the one sandbox user, whose user keyring any of them can
@@ -13,7 +14,7 @@
  */
 #include "config.h"
 
-#include "plugins/local/local.h"
+#include "plugins/runner/jailfilter.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -63,7 +64,7 @@ static const struct sock_filter filter[] = {
 #error "the jail's seccomp filter knows x86_64 and aarch64: add this architecture's"
 #endif
 
-const void *local_filter(size_t *len)
+const void *rn_jail_filter(size_t *len)
 {
 	*len = sizeof(filter);
 	return filter;

@@ -422,6 +422,8 @@ int docker_act_build(void *priv, struct sg_machine *m, const json_t *params, str
 
 	if (!tag || !*tag || strchr(tag, ' ') || tag[0] == '-')
 		return ctx->host->errf(err, SG_E_INVAL, "docker_build needs image_tag: repo[:tag]");
+	if (docker_tag_reserved(ctx, tag, err) < 0)
+		return -1;
 	rc = build_prepare(ctx, m, params, &df, &tar, &fail, err);
 	if (rc == 0 && fail) {
 		json_object_set_new(fail, "machine", json_string(m->name));

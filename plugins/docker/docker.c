@@ -89,6 +89,52 @@ int docker_template_image(struct docker_ctx *ctx, const char *name, char *image,
 	return -1;
 }
 
+/* A reference with its tag: "repo" is "repo:latest" (the engine's
+ * default), a digest stays as it is. */
+static void docker_ref_norm(const char *ref, char *out, size_t size)
+{
+	const char *slash = strrchr(ref, '/');
+	const char *last = slash ? slash + 1 : ref;
+
+	snprintf(out, size, "%s%s", ref, strchr(last, ':') || strchr(ref, '@') ? "" : ":latest");
+}
+
+struct docker_reserved_find {
+	char want[512];
+	char what[160];
+};
+
+static void docker_reserved_cb(const char *key, const char *value, void *ud)
+{
+	struct docker_reserved_find *f = ud;
+	char have[512];
+
+	if (!value || !*value || f->what[0])
+		return;
+	docker_ref_norm(value, have, sizeof(have));
+	if (strcmp(have, f->want) == 0)
+		snprintf(f->what, sizeof(f->what), "the image of [docker] %s", key);
+}
+
+int docker_tag_reserved(struct docker_ctx *ctx, const char *ref, struct sg_err *err)
+{
+	struct docker_reserved_find f = { .what = "" };
+	char base[512];
+
+	docker_ref_norm(ref, f.want, sizeof(f.want));
+	ctx->host->config_each("docker", "template.", docker_reserved_cb, &f);
+	if (!f.what[0] && *ctx->default_image)
+		docker_reserved_cb("default_image", ctx->default_image, &f);
+	docker_ref_norm(DOCKER_BASE_IMAGE, base, sizeof(base));
+	if (!f.what[0] && (strcmp(f.want, base) == 0 || strncmp(f.want, "sandgate/", 9) == 0))
+		snprintf(f.what, sizeof(f.what), "in sandgate's own repository (sandgate/)");
+	if (!f.what[0])
+		return 0;
+	return ctx->host->errf(err, SG_E_PERM, "image_tag '%.200s' is %s: new sandboxes and "
+			       "machines start from it, so no machine may replace it; choose another "
+			       "tag", ref, f.what);
+}
+
 /* ---- shared helpers ------------------------------------------------------------- */
 
 struct docker_ctx *docker_ctx_of(const struct sg_machine *m, struct sg_err *err)

@@ -163,6 +163,12 @@ struct docker_ctx *docker_ctx_of(const struct sg_machine *m, struct sg_err *err)
  * or -1 when there is no such template. */
 int docker_template_image(struct docker_ctx *ctx, const char *name, char *image,
 			  size_t size);
+/* 0 when ref (repo[:tag]) may be written by docker_commit or docker_build;
+ * -1 with SG_E_PERM naming why when it is an image sandgate starts
+ * containers from: a template's (template.*), [docker] default_image, or
+ * anything in sandgate/ (the base image's repository).  "repo" means
+ * "repo:latest", as to the engine. */
+int docker_tag_reserved(struct docker_ctx *ctx, const char *ref, struct sg_err *err);
 
 /* Trims msg to its first line (at most 200 bytes) into out, for messages. */
 void docker_first_line(const char *msg, size_t len, char *out, size_t size);

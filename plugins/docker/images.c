@@ -159,6 +159,8 @@ int docker_act_commit(void *priv, struct sg_machine *m, const json_t *params, st
 	if (!ref || docker_split_tag(ref, repo, sizeof(repo), tag, sizeof(tag)) < 0)
 		return ctx->host->errf(err, SG_E_INVAL, "image_tag must be 'repo:tag', got '%.100s'",
 				       ref ? ref : "");
+	if (docker_tag_reserved(ctx, ref, err) < 0)
+		return -1;
 	er = docker_engine_escape(repo);
 	et = docker_engine_escape(tag);
 	ec = docker_engine_escape(comment ? comment : "");

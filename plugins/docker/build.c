@@ -209,7 +209,7 @@ static int build_read_df(struct docker_ctx *ctx, int ws, const char *rel, struct
 	dfd = build_open_dir(ws, dir);
 	if (dfd < 0)
 		return -1;
-	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = docker_open_regular(dfd, leaf, NULL);
 	close(dfd);
 	if (fd < 0)
 		return -1;
@@ -222,6 +222,25 @@ static int build_read_df(struct docker_ctx *ctx, int ws, const char *rel, struct
 		}
 	close(fd);
 	return r < 0 ? -1 : 0;
+}
+
+/* A build's RUN steps run in containers of the builder's own, which got
+ * none of a sandbox's limits: a fork bomb or a memory hog in a Dockerfile
+ * reached the host.  The default template's memory and CPU limits go on
+ * the query (Engine API /build: memory, memswap (equal: no swap),
+ * cpuperiod and cpuquota).  No pids limit: /build has none. */
+static void build_limits(struct docker_ctx *ctx, char *path, size_t size)
+{
+	struct docker_limits lim;
+	size_t n = strlen(path);
+
+	docker_limits_for(ctx, ctx->default_template, &lim);
+	if (lim.memory > 0 && n < size)
+		n += (size_t)snprintf(path + n, size - n, "&memory=%lld&memswap=%lld", lim.memory,
+				      lim.memory);
+	if (lim.nano_cpus > 0 && n < size)
+		snprintf(path + n, size - n, "&cpuperiod=100000&cpuquota=%lld",
+			 lim.nano_cpus / 10000 > 1000 ? lim.nano_cpus / 10000 : 1000);
 }
 
 static json_t *build_error(const char *kind, const char *tag, const char *msg, const struct sg_buf *log)
@@ -327,9 +346,13 @@ static int build_prepare(struct docker_ctx *ctx, struct sg_machine *m, const jso
 	if (build_read_df(ctx, ws, df_rel, df) < 0) {
 		int e = errno;
 
-		snprintf(msg, sizeof(msg), e == ENOENT ? "Dockerfile not found: %.200s (write it with "
-			 "sandbox_file_write first)" : "cannot read the Dockerfile %.200s: %s", dfp,
-			 strerror(e));
+		if (e == EINVAL)
+			snprintf(msg, sizeof(msg), "the Dockerfile %.200s is not a regular file (a FIFO, a "
+				 "device, a directory): write the Dockerfile there", dfp);
+		else
+			snprintf(msg, sizeof(msg), e == ENOENT ? "Dockerfile not found: %.200s (write it "
+				 "with sandbox_file_write first)" : "cannot read the Dockerfile %.200s: %s",
+				 dfp, strerror(e));
 		*fail = build_error(e == ENOENT ? "dockerfile_missing" : "bad_path", tag, msg, NULL);
 		rc = 0;
 		goto out;
@@ -380,6 +403,7 @@ static int build_send(struct docker_ctx *ctx, struct sg_machine *m, const char *
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	snprintf(path, sizeof(path), "/build?t=%s&dockerfile=%s&rm=1&forcerm=1", et, BUILD_DF_NAME);
 	free(et);
+	build_limits(ctx, path, sizeof(path));
 	b.progress = 1;
 	ctx->host->progress(call, b.progress, 0, "sending the build context");
 	if (docker_engine_call(ctx->engine, &rq, &rp, err) < 0) {

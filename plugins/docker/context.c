@@ -79,12 +79,35 @@ static struct archive_entry *ctx_entry(const char *path, const struct stat *st)
 	return e;
 }
 
+int docker_open_regular(int dfd, const char *name, const struct stat *was)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EINVAL;
+	else if (was && (st.st_dev != was->st_dev || st.st_ino != was->st_ino))
+		e = ESTALE;
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 static int ctx_file(struct ctx_pack *k, int dfd, const char *name, const char *path,
 		    const struct stat *st)
 {
 	struct archive_entry *e = ctx_entry(path, st);
 	char *buf = malloc(CTX_CHUNK);
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = docker_open_regular(dfd, name, st);
 	ssize_t r = 0;
 	int rc = -1;
 

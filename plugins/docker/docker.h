@@ -35,6 +35,7 @@
 #define SG_DOCKER_DOCKER_H
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -83,8 +84,6 @@ struct docker_limits {
 	char cap_add[512];
 };
 
-/* The plugin's priv, made by init() and freed by fini().  Read-only after
- * init except inside engine, which guards itself: safe to share by threads. */
 /* The queue of kills that keep no caller waiting (killer.c). */
 struct docker_killer {
 	pthread_mutex_t lock;
@@ -97,6 +96,8 @@ struct docker_killer {
 	pthread_t thread;
 };
 
+/* The plugin's priv, made by init() and freed by fini().  Read-only after
+ * init except inside engine, which guards itself: safe to share by threads. */
 struct docker_ctx {
 	const struct sg_host_api *host;  /* borrowed, process lifetime */
 	struct docker_engine *engine;    /* owned */
@@ -515,6 +516,14 @@ int docker_logs_tail(struct docker_ctx *ctx, const char *id, unsigned lines, siz
 sg_action_fn docker_act_logs;
 
 /* ---- context.c ------------------------------------------------------------------- */
+
+/* Opens name in dfd for reading, only when it is a regular file (a link is
+ * not followed) and, when `was` is not NULL, the same one (device and
+ * inode) an fstatat saw: a FIFO planted or swapped in by the machine would
+ * block the open, then the read, for good.  Returns the fd (blocking) or
+ * -1: errno from openat, EINVAL for not a regular file, ESTALE for another
+ * file than `was`. */
+int docker_open_regular(int dfd, const char *name, const struct stat *was);
 
 /* Packs directory dirfd (a build context beneath a machine's workspace,
  * walked without following a link; links go in as links) and the bytes

@@ -44,6 +44,18 @@ t.run(async () => {
   t.is((await srv.tool('sandbox_shell_exec', { machine: user, command: 'cat /built /data.txt' })).output,
     `built-${PID}\nfrom the context\n`, '... with what the Dockerfile and the context put there');
 
+  // a RUN step is held by the sandboxes' memory and CPU limits (it had none)
+  const LIM = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || ' +
+    'cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max';
+  const mine = (await srv.tool('sandbox_shell_exec', { machine: name, command: LIM })).output.trim().split(/\s+/);
+  await write('/workspace/lim/Dockerfile', `FROM sandgate/base:1\nRUN echo "limits: $(${LIM} | tr '\\n' ' ')"\n`);
+  const limTag = `sgt-limits-${PID}:1`;
+  trackImage(limTag);
+  const lb = resultData(await envFlat(srv, 'docker_build', { machine: name, image_tag: limTag, context_dir: '/workspace/lim',
+    dockerfile: '/workspace/lim/Dockerfile' }));
+  const limSeen = /limits: (\d+)\s+(\S+)/.exec(lb.log_tail ?? '')?.slice(1); // the output, not the Step line
+  t.deepEqual(limSeen?.slice(0, 2), mine.slice(0, 2), `a RUN step has a machine's memory and CPU limits (${mine.slice(0, 2).join(', ')})`);
+
   const kind = async (params, want, what) => {
     const r = resultData(await envFlat(srv, 'docker_build', { machine: name, image_tag: `sgt-never-${PID}:1`, ...params }));
     t.is(r.status, 'error', `${what}: status error`);
@@ -57,6 +69,11 @@ t.run(async () => {
   const link = await kind({ context_dir: '/workspace/escape' }, 'bad_path', 'a context through a link to /');
   t.like(link.error, /symbolic link/, '... which says why', link);
   await kind({ dockerfile: '/workspace/nothere/Dockerfile' }, 'dockerfile_missing', 'a missing Dockerfile');
+  // a FIFO named as the Dockerfile held the call (and a worker) for good
+  await srv.tool('sandbox_shell_exec', { machine: name, command: 'mkfifo /workspace/fifo.df' });
+  const t0 = Date.now();
+  const fifo = await kind({ dockerfile: '/workspace/fifo.df' }, 'bad_path', 'a FIFO as the Dockerfile');
+  t.like(fifo.error, /is not a regular file/, `... said at once (${Date.now() - t0} ms)`, fifo);
   await write('/workspace/nobase/Dockerfile', `FROM sgt-no-such-base-${PID}:9\nRUN true\n`);
   const nb = await kind({ context_dir: '/workspace/nobase', dockerfile: '/workspace/nobase/Dockerfile' }, 'base_image_not_found', 'FROM a missing image');
   t.like(nb.log_tail ?? '', /Step 1\/2 : FROM sgt-no-such-base/, '... with the end of the build log');

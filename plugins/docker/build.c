@@ -435,6 +435,74 @@ out:
 	return rc;
 }
 
+/* The Dockerfile's escape character: '\\', or '`' by a "# escape=`"
+ * parser directive among its first comment lines. */
+static char df_escape(const char *p, const char *end)
+{
+	while (p < end && *p == '#') {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p + 1;
+
+		while (q < (nl ? nl : end) && (*q == ' ' || *q == '\t'))
+			q++;
+		if ((size_t)((nl ? nl : end) - q) >= 8 && strncasecmp(q, "escape", 6) == 0) {
+			q += 6;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '=') {
+				q++;
+				while (*q == ' ' || *q == '\t')
+					q++;
+				return *q == '`' ? '`' : '\\';
+			}
+		}
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return '\\';
+}
+
+/* Whether the Dockerfile (len bytes) has an ADD of a URL or a git
+ * repository: the engine's builder fetches those itself, from the host's
+ * network (its loopback, a cloud's metadata address), which no sandbox
+ * reaches.  *line: the instruction's first line number. */
+static bool df_fetches(const char *df, size_t len, unsigned *line)
+{
+	const char *p = df, *end = df + len;
+	char esc = df_escape(df, end);
+	unsigned no = 1;
+
+	while (p < end) {
+		const char *start = p;
+		unsigned first = no;
+		bool add;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		add = end - p > 4 && strncasecmp(p, "ADD", 3) == 0 && (p[3] == ' ' || p[3] == '\t');
+		/* the instruction runs on while a line ends with the escape */
+		for (;;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *stop = nl ? nl : end;
+			const char *t = stop;
+
+			while (t > p && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'))
+				t--;
+			if (add && (memmem(start, (size_t)(stop - start), "://", 3) ||
+				    memmem(start, (size_t)(stop - start), "git@", 4))) {
+				*line = first;
+				return true;
+			}
+			p = nl ? nl + 1 : end;
+			no++;
+			if (!nl || t == start || t[-1] != esc || *start == '#')
+				break;
+		}
+	}
+	return false;
+}
+
 int docker_act_build(void *priv, struct sg_machine *m, const json_t *params, struct sg_call *call,
 		     json_t **result, struct sg_err *err)
 {
@@ -442,6 +510,7 @@ int docker_act_build(void *priv, struct sg_machine *m, const json_t *params, str
 	const char *tag = json_string_value(json_object_get(params, "image_tag"));
 	struct sg_buf df = { 0 }, tar = { 0 };
 	json_t *fail = NULL;
+	unsigned line = 0;
 	int rc;
 
 	if (!tag || !*tag || strchr(tag, ' ') || tag[0] == '-')
@@ -449,6 +518,14 @@ int docker_act_build(void *priv, struct sg_machine *m, const json_t *params, str
 	if (docker_tag_reserved(ctx, tag, err) < 0)
 		return -1;
 	rc = build_prepare(ctx, m, params, &df, &tar, &fail, err);
+	if (rc == 0 && !fail && df_fetches(df.data ? df.data : "", df.len, &line)) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "the Dockerfile's ADD on line %u fetches a URL or a git "
+			 "repository, which the engine would do from the host's network: fetch it in a "
+			 "RUN step, or put it in the context", line);
+		fail = build_error("remote_source", tag, msg, NULL);
+	}
 	if (rc == 0 && fail) {
 		json_object_set_new(fail, "machine", json_string(m->name));
 		*result = fail;

@@ -69,6 +69,13 @@ t.run(async () => {
   const link = await kind({ context_dir: '/workspace/escape' }, 'bad_path', 'a context through a link to /');
   t.like(link.error, /symbolic link/, '... which says why', link);
   await kind({ dockerfile: '/workspace/nothere/Dockerfile' }, 'dockerfile_missing', 'a missing Dockerfile');
+  // ADD of a URL or a git repository: the engine fetches it from the host's
+  // network (its loopback, a metadata address), which no sandbox reaches
+  await write('/workspace/fetch/Dockerfile', 'FROM sandgate/base:1\nRUN true\nadd --chown=0:0 \\\n  http://127.0.0.1:9/secret /s\n');
+  const fetch = await kind({ context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }, 'remote_source', 'ADD of a URL');
+  t.like(fetch.error, /the Dockerfile's ADD on line 3 fetches a URL or a git repository/, '... naming the line', fetch);
+  await write('/workspace/fetch/Dockerfile', '# escape=`\nFROM sandgate/base:1\nADD `\n git@example.com:a/b.git /b\n');
+  await kind({ context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }, 'remote_source', 'ADD of a git repository, escape `');
   // a FIFO named as the Dockerfile held the call (and a worker) for good
   await srv.tool('sandbox_shell_exec', { machine: name, command: 'mkfifo /workspace/fifo.df' });
   const t0 = Date.now();

@@ -206,6 +206,10 @@ static int jail_args(struct local_jail *j, const char *hostname, const char *arg
 	      jail_arg(j, "--unshare-cgroup-try");
 	if (!ctx->network_host)
 		rc |= jail_arg(j, "--unshare-net");
+	/* The runner is the pid namespace's init: the kernel delivers no
+	 * SIGSTOP or SIGKILL to it from inside, so a command cannot freeze or
+	 * kill the process that answers for the sandbox. */
+	rc |= jail_arg(j, "--as-pid-1");
 	rc |= jail_arg(j, "--disable-userns") | jail_arg(j, "--die-with-parent") |
 	      jail_arg(j, "--new-session") | jail_arg(j, "--hostname") |
 	      jail_arg(j, "%s", hostname);

@@ -340,6 +340,10 @@ static int runner_setup(struct runner *r)
 	signal(SIGPIPE, SIG_IGN);
 	/* Orphans of the commands come to us and are reaped in proc_reap(). */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* The commands run as our user: not dumpable, our /proc/PID/fd (the
+	 * protocol's pipes) and ptrace are closed to them, so a command cannot
+	 * speak in our place to sandgate (commands exec, and are dumpable). */
+	prctl(PR_SET_DUMPABLE, 0);
 	/* Our own stdin/stdout/stderr stay with us, never with a command. */
 	for (int fd = 0; fd <= 2; fd++)
 		fcntl(fd, F_SETFD, FD_CLOEXEC);

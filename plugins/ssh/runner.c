@@ -451,6 +451,12 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 		ja_add(a, "--disable-userns");
 	ja_add(a, "--die-with-parent");
 	ja_add(a, "--new-session");
+	/* The runner is the pid namespace's init (no SIGSTOP or SIGKILL from
+	 * inside: a command froze it, and the shared connection's teardown
+	 * waited on it), and no capability of a root SSH user's stays. */
+	ja_add(a, "--as-pid-1");
+	ja_add(a, "--cap-drop");
+	ja_add(a, "ALL");
 	ja_add(a, "--hostname");
 	ja_add(a, rs->hostname);
 	ja_add(a, "--ro-bind");
@@ -487,6 +493,15 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 	ja_add(a, "/");
 	ja_add(a, "--chdir");
 	ja_add(a, "/workspace");
+	/* Not sshd's session environment (SetEnv, pam_env: a proxy's
+	 * credentials, SSH_CONNECTION): what a local jail gets. */
+	ja_add(a, "--clearenv");
+	ja_add(a, "--setenv");
+	ja_add(a, "PATH");
+	ja_add(a, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	ja_add(a, "--setenv");
+	ja_add(a, "LANG");
+	ja_add(a, "C.UTF-8");
 	ja_add(a, "--setenv");
 	ja_add(a, "HOME");
 	ja_add(a, "/workspace");

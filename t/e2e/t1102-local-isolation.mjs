@@ -107,6 +107,13 @@ for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", 
 '`);
   t.is(keys.stdout, 'add_key -1 38\nkeyctl -1 38\n', 'add_key and keyctl fail with ENOSYS in the jail', keys);
 
+  // the runner is the jail's init and not dumpable: a command can neither
+  // freeze or kill it nor open its pipes to speak to sandgate in its place
+  const hijack = await run('kill -STOP 1; kill -KILL 1; (cat /proc/1/fd/0 </dev/null; : >> /proc/1/fd/1) 2>&1 | sed "s/^.*: //"; true');
+  t.is(hijack.stdout, 'Permission denied\nPermission denied\n',
+    'the runner\'s descriptors are closed to commands', hijack);
+  t.is((await run('echo alive')).stdout, 'alive\n', 'after kill -STOP 1 and kill -KILL 1 the runner still answers');
+
   // ---- the other sandbox
   const byHostPath = await run(`cat ${bDir}/private.txt 2>&1; ls ${path.dirname(bDir)} 2>&1; echo rc=$?`);
   t.ok(!byHostPath.stdout.includes(SECRET) && /rc=[1-9]/.test(byHostPath.stdout), 'B\'s host path does not exist in A', byHostPath);

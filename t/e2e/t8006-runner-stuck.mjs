@@ -1,4 +1,5 @@
-// A runner that stops answering (SIGSTOP, sent by the command it runs):
+// A runner that stops answering (SIGSTOP, sent from the host: a command
+// cannot, the runner being its pid namespace's init, t1102):
 // each command times out and is answered within its timeout and a second,
 // and once no end came long after the runner's own timer (grace + slack),
 // the next call replaces the stuck runner, as one whose connection broke:
@@ -13,17 +14,35 @@ const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).filter((f) => {
   try { return !/audit\.db/.test(fs.readlinkSync(`/proc/${pid}/fd/${f}`)); } catch { return false; }
 }).length;
 
+/** The pid of a process on this host whose parent is ppid and whose program (argv[0]) ends with `name`. */
+function childOf(ppid, name) {
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === ppid && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0')[0].endsWith(name)) return Number(p);
+    } catch { /* gone */ }
+  }
+  return null;
+}
+
 t.run(async () => {
   await preflight({ docker: false });
   const srv = await sdkClient(['--set', 'sandbox.default_backend=local', '--set', 'log.level=info'], NO_DOCKER);
   t.is((await srv.tool('run_command', { command: 'echo up' })).stdout, 'up\n', 'a command runs');
   const before = fds(srv.pid);
 
-  // the command's parent is the runner: the command stops it, a moment in,
-  // so the runner has said it started it (on a loaded machine it may not
-  // have: then the call says the command did not start within its timeout)
+  // the runner (the jail's pid 1, a child of the jail's bwrap, a child of
+  // the server) is stopped a moment into the command, so it has said it
+  // started it (on a loaded machine it may not have: then the call says
+  // the command did not start within its timeout)
+  const bwrap = childOf(srv.pid, 'bwrap');
+  const runner = bwrap && childOf(bwrap, '/.sandgate-runner');
+  t.ok(runner, `the runner is found on the host (pid ${runner}, under bwrap ${bwrap})`);
   const t0 = Date.now();
-  const r = await srv.call('run_command', { command: 'sleep 0.2; kill -STOP $PPID; sleep 120', timeout: 1 });
+  setTimeout(() => process.kill(runner, 'SIGSTOP'), 200);
+  const r = await srv.call('run_command', { command: 'sleep 120', timeout: 1 });
   const took = Date.now() - t0;
   t.ok(r.structuredContent?.timed_out === true || /did not start the command within its timeout/.test(errorText(r)),
     'the command that stopped its runner times out', errorText(r));

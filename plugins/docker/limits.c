@@ -242,6 +242,20 @@ void docker_limits_for(struct docker_ctx *ctx, const char *tmpl, struct docker_l
 		ctx->host->config_each("docker", "template.", lim_walk_cb, &w);
 }
 
+void docker_admin_caps(struct docker_limits *l)
+{
+	static const char *const drop[] = { "DAC_OVERRIDE", "FOWNER", "CHOWN", NULL };
+
+	if (!strcasecmp(l->cap_drop, "ALL"))
+		return;
+	for (int i = 0; drop[i]; i++) {
+		size_t n = strlen(l->cap_drop);
+
+		if (!strstr(l->cap_drop, drop[i]))
+			snprintf(l->cap_drop + n, sizeof(l->cap_drop) - n, "%s%s", n ? "," : "", drop[i]);
+	}
+}
+
 /* ---- into HostConfig, and back out ---------------------------------------------------- */
 
 static json_t *lim_cap_array(const char *list)

@@ -220,11 +220,48 @@ static int docker_mounts_dirs(struct docker_ctx *ctx, const char *ws, const char
 	return self ? docker_dir_make(ctx, self, err) : 0;
 }
 
+/* The admin machine writes /host, the directory that holds every bind
+ * source of its scope (the workspaces, the share and its directories), and
+ * the engine resolves a bind source by its path at every start, its own
+ * restarts (the restart policy) included, which ask sandgate nothing: a
+ * workspace renamed and replaced with a link to / gave its machine the
+ * host's root at its next restart.  So the scope's directory and the
+ * share's belong to nobody (65534) when sandgate is root, and the admin
+ * machine has no capability past owner and mode (docker_admin_caps): it
+ * writes inside the workspaces (root's, as the machines are), never names
+ * in those two directories.  A sandgate that is not root owns them itself,
+ * which is not the admin's root either. */
+static void docker_guard_dirs(struct docker_ctx *ctx, const char *scope, const char *share)
+{
+	const char *rels[2] = { scope, share };
+	struct sg_err ignore;
+
+	if (geteuid() != 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		int fd;
+
+		if (!rels[i])
+			continue;
+		fd = docker_walk(ctx, rels[i], false, &ignore);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_uid == 0 &&
+		    fchownat(fd, "", 65534, 65534, AT_EMPTY_PATH) < 0)
+			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "cannot give %s/%s to nobody: "
+				       "the admin machine could rename what it holds (%s)",
+				       ctx->work_home, rels[i], strerror(errno));
+		close(fd);
+	}
+}
+
 int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, const char *name,
 		       json_t **mounts, struct sg_err *err)
 {
 	char ws[DOCKER_PATH_MAX], share[DOCKER_PATH_MAX], self[DOCKER_PATH_MAX], target[DOCKER_PATH_MAX];
 	bool admin = docker_is_admin(ctx, name);
+	struct sg_err werr;
 
 	*mounts = NULL;
 	if (*ctx->share_subdir && !strcmp(name, ctx->share_subdir))
@@ -238,6 +275,8 @@ int docker_mounts_make(struct docker_ctx *ctx, const struct docker_scope *sc, co
 				       "beneath work_home that is too long", name);
 	if (docker_mounts_dirs(ctx, ws, !admin && *ctx->share_subdir ? self : NULL, err) < 0)
 		return -1;
+	if (docker_wh_remote(ctx, &werr) == 0) /* decided already, by docker_mounts_dirs */
+		docker_guard_dirs(ctx, sc->key, *ctx->share_subdir ? share : NULL);
 	*mounts = json_array();
 	docker_bind(*mounts, ctx->work_home, ws, DOCKER_WORKSPACE, false);
 	if (admin) {

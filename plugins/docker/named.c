@@ -219,6 +219,8 @@ static json_t *docker_named_body(struct docker_ctx *ctx, const struct sg_create_
 		json_object_set_new(policy, "MaximumRetryCount", json_integer(ctx->restart_max));
 	hc = json_pack("{s:b, s:O, s:o}", "Init", 1, "Mounts", mounts, "RestartPolicy", policy);
 	docker_limits_for(ctx, req->template_name, &lim);
+	if (docker_is_admin(ctx, req->name))
+		docker_admin_caps(&lim);
 	if (hc && docker_limits_apply(&lim, hc) < 0) {
 		json_decref(hc);
 		json_decref(labels);

@@ -861,7 +861,17 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 			if (a.flags & RN_FFLAG_CUT)
 				s->host->log(SG_LOG_WARNING, s->ops->tag, "list %s: more than %u "
 					     "entries, the rest is not listed", path, RN_LIST_MAX);
-			if ((a.flags & RN_FFLAG_MORE) && got > 0) {
+			/* A runner looks at RN_LIST_MAX entries at most: one that
+			 * says MORE past them (a command speaking in its place) is
+			 * not asked on, and the call can end between pages. */
+			if (at > RN_LIST_MAX) {
+				rc = s->host->errf(err, SG_E_PROTO, "%s: list %s: the runner sent more "
+						   "than %u entries", s->ops->tag, path, RN_LIST_MAX);
+			} else if ((a.flags & RN_FFLAG_MORE) && got > 0 && call &&
+				   s->host->cancelled(call)) {
+				rc = s->host->errf(err, SG_E_CANCELLED, "%s: list %s: cancelled",
+						   s->ops->tag, path);
+			} else if ((a.flags & RN_FFLAG_MORE) && got > 0) {
 				rnc_answer_free(&a);
 				continue;
 			}

@@ -2,9 +2,11 @@
 // /workspace; the share root read-only at /share with /share/<self>
 // writable and a peer's /share/<peer> not; the admin machine gets every
 // workspace at /host (and no /share).  Volume or bind options in any
-// parameter are refused by name; a link planted in work_home (from the
-// admin's /host) is never followed: a new machine through it, or a start
-// of a machine whose directory was swapped for one, is refused.
+// parameter are refused by name; the admin writes inside the workspaces but
+// cannot rename, link or make names beside them (the engine follows a
+// swapped bind source at a restart); a link planted in work_home from the
+// host is never followed: a new machine through it, or a start of a
+// machine whose directory was swapped for one, is refused.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t, preflight, sdkClient, resultData, errorText, tmpdir } from '../lib/sg.mjs';
@@ -55,18 +57,33 @@ t.run(async () => {
     /'HostConfig' is refused/);
   for (const n of ['t4605v', 't4605w', 't4605x', 't4605y', 't4605z']) t.is(await container(`sandgate-${uniq(n)}`), null, `no container ${n} was made`);
 
-  // links planted from the admin's /host are not followed
+  // the admin machine writes in the workspaces, never the names beside them:
+  // the engine resolves a bind source by its path at each start, its own
+  // restarts included, so a workspace renamed and replaced with a link to /
+  // gave its machine the host's root at its next restart
+  t.is((await sh(admin, `echo from-admin > /host/${b}/by-admin && cat /host/${b}/by-admin`)).output, 'from-admin\n',
+    'the admin machine writes inside a peer\'s workspace');
+  const swap = await sh(admin, `mv /host/${b} /host/${b}.x 2>&1; ln -s / /host/evil 2>&1; mkdir /host/new 2>&1; ` +
+    `mv /host/_share/${a} /host/_share/x 2>&1; true`);
+  t.is(swap.output.split('\n').filter((l) => /Permission denied/.test(l)).length, 4,
+    'it cannot rename a workspace, make a link or a directory beside them, or rename a share', swap.output);
+  t.ok(fs.statSync(path.join(work, b)).isDirectory() && !fs.existsSync(path.join(work, 'evil')), '... and nothing moved on the host');
+
+  // links planted in work_home (from the host: an operator's slip, another
+  // process) are not followed
   const evil = uniq('t4605evil');
-  await sh(admin, `ln -s / /host/${evil}`);
+  fs.symlinkSync('/', path.join(work, evil));
   await refused('a machine whose workspace would be a planted link is refused',
     await envFlat(srv, 'docker_run', { name: evil }), /is a symbolic link: sandgate never follows one/);
   t.is(await container(`sandgate-${evil}`), null, '... and not made');
   await envFlat(srv, 'docker_stop', { machine: b });
-  await sh(admin, `mv /host/${b} /host/${b}.moved && ln -s /etc /host/${b}`);
+  fs.renameSync(path.join(work, b), path.join(work, `${b}.moved`));
+  fs.symlinkSync('/etc', path.join(work, b));
   await refused('starting a machine whose workspace was swapped for a link is refused',
     await envFlat(srv, 'docker_start', { machine: b }), /mount .* changed: .*symbolic link/);
   t.is((await container(`sandgate-${b}`))?.State?.Running, false, '... it stays stopped');
-  await sh(admin, `rm /host/${b} && mv /host/${b}.moved /host/${b}`);
+  fs.unlinkSync(path.join(work, b));
+  fs.renameSync(path.join(work, `${b}.moved`), path.join(work, b));
   t.is(resultData(await envFlat(srv, 'docker_start', { machine: b })).status, 'running', 'with its directory back it starts');
   for (const n of [a, b, admin]) await envFlat(srv, 'docker_remove', { machine: n });
   await srv.close();

@@ -673,13 +673,29 @@ void rn_req_ref(struct rn_req *r)
 
 void rn_req_put(struct rn_req *r)
 {
+	struct rn_chunk *drop = NULL;
 	bool last;
 
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->c->lock);
 	last = --r->refs == 0;
+	if (!last && r->refs == 1 && r->in_table) {
+		/* Only the table holds it now: what it queued, and what comes
+		 * later (rn_on_data), has no taker.  A runner that kept sending
+		 * for requests whose callers gave up held up to RN_QUEUE_MAX
+		 * each, for as long as the connection lived. */
+		drop = r->head;
+		r->head = r->tail = NULL;
+		r->queued = 0;
+	}
 	pthread_mutex_unlock(&r->c->lock);
+	while (drop) {
+		struct rn_chunk *k = drop;
+
+		drop = k->next;
+		free(k);
+	}
 	if (last)
 		rn_req_free(r);
 }

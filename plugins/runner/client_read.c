@@ -115,8 +115,8 @@ static int rn_on_data(struct rn_req *r, int chan, const unsigned char *p, size_t
 	if (!r->file && (!r->started || r->ping))
 		return snprintf(why, size, "output for request %u before it started",
 				r->id), -1;
-	if (len == 0)
-		return 0;
+	if (len == 0 || (r->in_table && r->refs == 1))
+		return 0; /* nobody will take it: its caller gave up (rn_req_put) */
 	if (r->queued + len > RN_QUEUE_MAX) {
 		r->overflow = true; /* nobody takes it: drop, never grow without end */
 		return 0;

@@ -4,6 +4,7 @@
 #endif
 
 #include "plugins/runner/kernel_client.h"
+#include "plugins/runner/client_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ struct kc_state {
 	size_t results_bytes, rich_cap;
 	bool results_cut;
 	bool oom;
+	bool late;                  /* no end by the call's timeout, grace and slack */
 };
 
 static int64_t kc_now_ms(void)
@@ -194,6 +196,10 @@ static enum rn_req_state kc_wait(struct rn_req *r, const struct rn_kernel_call *
 				 size_t size)
 {
 	unsigned grace = kc->grace_ms ? kc->grace_ms : RN_KGRACE_MS_DEFAULT;
+	/* The runner ends a kernel call by its timeout and grace: one that
+	 * still says nothing well after is stuck (a command could stop it),
+	 * and a call with no deadline of its own would wait for it for good. */
+	int64_t late = kc->timeout_ms ? kc_now_ms() + kc->timeout_ms + grace + KC_CANCEL_WAIT_MS : 0;
 	int64_t give_up = 0;
 	enum rn_req_state st;
 
@@ -204,6 +210,10 @@ static enum rn_req_state kc_wait(struct rn_req *r, const struct rn_kernel_call *
 			return st;
 		if (give_up && kc_now_ms() >= give_up)
 			return st;
+		if (late && kc_now_ms() >= late) {
+			s->late = true;
+			return st;
+		}
 		if (rn_req_wait(r, give_up ? 100 : 1000, give_up ? -1 : kc->cancel_fd) == 2) {
 			s->res->cancelled = true;
 			rn_req_kill(r, 0);
@@ -268,6 +278,13 @@ int rn_kernel_run(struct rn_conn *c, const struct rn_kernel_call *kc,
 	rn_req_put(r);
 	if (s.oom)
 		return snprintf(why, size, "out of memory for the call's output"), -1;
+	if (s.late) {
+		/* ended like a broken connection: the next call gets a new runner */
+		rn_conn_fail(c, "stuck: no end of a kernel call long after its timeout");
+		return snprintf(why, size, "the runner did not end the %s call %u ms after its "
+				"timeout: it is stuck, and is replaced by the next call", kc->language,
+				(kc->grace_ms ? kc->grace_ms : RN_KGRACE_MS_DEFAULT) + KC_CANCEL_WAIT_MS), -1;
+	}
 	if (st == RN_REQ_RUNNING)
 		return snprintf(why, size, "the %s kernel did not answer a cancel", kc->language), -1;
 	if (st == RN_REQ_FAILED)

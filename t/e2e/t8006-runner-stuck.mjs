@@ -61,5 +61,20 @@ t.run(async () => {
     'the log says the runner was stuck and replaced');
   const after = fds(srv.pid);
   t.is(after, before, `descriptors: ${before} before, ${after} after (the stuck runner's were freed)`);
+
+  // run_code on a stuck runner: answered once its timeout, the kernel's
+  // grace (1 s) and 5 s more passed, never left waiting for good
+  t.is((await srv.tool('run_code', { code: 'print(6 * 7)' })).stdout, '42\n', 'run_code runs');
+  const bw2 = childOf(srv.pid, 'bwrap');
+  const runner2 = bw2 && childOf(bw2, '/.sandgate-runner');
+  t.ok(runner2 && runner2 !== runner, `the new runner is found (pid ${runner2})`);
+  process.kill(runner2, 'SIGSTOP');
+  const k0 = Date.now();
+  const stuck = await srv.call('run_code', { code: 'print(1)', timeout: 2 });
+  const kTook = Date.now() - k0;
+  t.ok(stuck.isError && /went away \(stuck: no end of a kernel call long after its timeout\)[^]*the next call starts a new one/.test(errorText(stuck)),
+    'run_code on a stopped runner fails, saying it is stuck', errorText(stuck));
+  t.cmp(kTook, '<', 15000, `... in ${kTook} ms (2 s timeout, 6 s more)`);
+  t.is((await srv.tool('run_code', { code: 'print(7)' })).stdout, '7\n', 'the next run_code gets a new runner');
   await srv.close();
-}, { timeout: 60 });
+}, { timeout: 90 });

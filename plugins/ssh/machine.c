@@ -28,14 +28,24 @@
 #define SSH_RAND_BYTES 6          /* 12 hex digits in the id and the directory */
 #define SSH_DIR_PREFIX "sg-"
 
+/* The root must be the user's own, not a link, and writable by nobody
+ * else: the default /tmp/sandgate-USER may have been made by another user
+ * of the host first, who could then swap a sandbox's directory for one of
+ * their own and read what the agent writes. */
+#define SSH_ROOT_CHECK \
+	"umask 077 && mkdir -p -- \"$1\" && { s=$(stat -c '%u %a' -- \"$1\") && u=$(id -u) && " \
+	"case \"$s\" in \"$u \"*[2367]?|\"$u \"*[2367]) false;; \"$u \"*) true;; *) false;; esac || " \
+	"{ echo \"sandgate: the root $1 is not this user's own directory (another user's, a link, or " \
+	"writable by group or others): remove it, or set [ssh] root to one of your own\" >&2; exit 3; }; }"
+
 /* Creates the root (0700 on creation) and the sandbox's own directory. */
 static const char ssh_mkdir_script[] =
-	"umask 077 && mkdir -p -- \"$1\" && mkdir -m 700 -- \"$1/$2\"";
+	SSH_ROOT_CHECK " && mkdir -m 700 -- \"$1/$2\"";
 
 /* The same for a jailed sandbox, and beside it the files of its /etc
  * ($1/.$2.etc: passwd and group entries of the user, hosts, hostname $3). */
 static const char ssh_mkjail_script[] =
-	"umask 077 && mkdir -p -- \"$1\" && mkdir -m 700 -- \"$1/$2\" && "
+	SSH_ROOT_CHECK " && mkdir -m 700 -- \"$1/$2\" && "
 	"mkdir -m 711 -- \"$1/.$2.etc\" && cd -- \"$1/.$2.etc\" && umask 022 && "
 	"u=$(id -un) && i=$(id -u) && g=$(id -g) && gn=$(id -gn) && "
 	"{ echo 'root:x:0:0:root:/root:/usr/sbin/nologin'; [ \"$i\" = 0 ] || "

@@ -223,8 +223,9 @@ static const struct sg_config_key ssh_config_keys[] = {
 	  .help = "seconds between keepalives while waiting on a server; three "
 		  "unanswered intervals drop the connection (0: off)" },
 	{ .key = "root",
-	  .help = "remote directory holding the sandboxes' working directories "
-		  "(default /tmp/sandgate-<remote user>)" },
+	  .help = "remote directory holding the sandboxes' working directories, the remote "
+		  "user's own and writable by nobody else, or refused (default "
+		  "/tmp/sandgate-<remote user>)" },
 	{ .key = "file_cap", .def = "67108864", .accepts = "uint",
 	  .help = "largest file in bytes that file read/write moves" },
 	{ .key = "prewarm", .def = "false",

@@ -175,4 +175,19 @@ for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", 
     'isolation none: write_file of ../ to the other sandbox is refused', { text: errorText(w) });
   t.is((await none.tool('read_file', { path: 'private.txt', sandbox_id: n2.sandbox_id })).content, `${SECRET}\n`, '... while its own file reads');
   await none.close();
+
+  // a root another user could write (the default /tmp/sandgate-USER, made
+  // first by someone else) is refused: they could swap a sandbox's
+  // directory for one of their own and read what the agent writes
+  const loose = path.join(tmpdir(), 'loose-root');
+  fs.mkdirSync(loose);
+  fs.chmodSync(loose, 0o1777);
+  for (const iso of ['none', 'auto']) {
+    const l = await sdkClient(sshArgs(s, { 'ssh.root': loose, 'ssh.isolation': iso }), sshEnv());
+    const refused = await l.call('create_sandbox', {});
+    t.ok(refused.isError && /the root [^ ]*loose-root is not this user's own directory \(another user's, a link, or writable by group or others\): remove it, or set \[ssh\] root/.test(errorText(refused)),
+      `isolation ${iso}: a root writable by others is refused, naming the fix`, { text: errorText(refused) });
+    await l.close();
+  }
+  t.deepEqual(fs.readdirSync(loose), [], '... and nothing was made in it');
 }, { timeout: 300 });

@@ -123,6 +123,7 @@ struct runner_chan {
 	bool line_long;
 	char errline[RUNNER_LINE_MAX];
 	size_t err_len;
+	unsigned err_lines;           /* logged so far (RUNNER_LOG_LINES at most) */
 	char who[SSH_USER_MAX + SSH_HOST_MAX + 16];
 	char buf[4096];
 };
@@ -138,6 +139,10 @@ static void rchan_store(struct runner_chan *t, char *dst, size_t n, const char *
 	pthread_mutex_unlock(&t->rs->tlock);
 }
 
+/* Lines of a runner's stderr that reach the log, a connection: a runner
+ * says a few; what speaks there beyond is not sandgate's log to fill. */
+#define RUNNER_LOG_LINES 64
+
 /* One finished stderr line: the log, and the note for a failed start
  * ("exec: ...: Permission denied" says more than "EOF"). */
 static void rchan_note_line(struct runner_chan *t)
@@ -147,16 +152,24 @@ static void rchan_note_line(struct runner_chan *t)
 	t->errline[t->err_len] = '\0';
 	t->err_len = 0;
 	rchan_store(t, t->rs->note, sizeof(t->rs->note), t->errline);
-	ssh_log(t->pool->ctx, SG_LOG_INFO, "runner on %s: %s", t->who, t->errline);
+	if (t->err_lines < RUNNER_LOG_LINES)
+		ssh_log(t->pool->ctx, SG_LOG_INFO, "runner on %s: %s", t->who, t->errline);
+	else if (t->err_lines == RUNNER_LOG_LINES)
+		ssh_log(t->pool->ctx, SG_LOG_WARNING, "runner on %s: more than %u lines on stderr: "
+			"the rest is not logged", t->who, RUNNER_LOG_LINES);
+	if (t->err_lines <= RUNNER_LOG_LINES)
+		t->err_lines++;
 }
 
 static void rchan_note(struct runner_chan *t, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '\n')
+		unsigned char ch = (unsigned char)p[i];
+
+		if (ch == '\n')
 			rchan_note_line(t);
-		else if (t->err_len + 1 < sizeof(t->errline))
-			t->errline[t->err_len++] = p[i];
+		else if (t->err_len + 1 < sizeof(t->errline)) /* no terminal escapes in the log */
+			t->errline[t->err_len++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
 	}
 }
 

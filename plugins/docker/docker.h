@@ -398,9 +398,10 @@ int docker_limits_load(struct docker_ctx *ctx, struct sg_err *err);
 /* The limits of a container of template tmpl (NULL or "": the defaults)
  * into out: ctx->limits with the template's overrides. */
 void docker_limits_for(struct docker_ctx *ctx, const char *tmpl, struct docker_limits *out);
-/* Adds to l's cap_drop what would let the admin machine's root rename the
- * names in /host (DAC_OVERRIDE, FOWNER, CHOWN): see docker_guard_dirs in
- * mounts.c. */
+/* Adds to l's cap_drop, and takes out of its cap_add, what would let the
+ * admin machine's root rename the names in /host (DAC_OVERRIDE, FOWNER,
+ * CHOWN, and SETUID, SETGID: becoming their owner): see docker_guard_dirs
+ * in mounts.c. */
 void docker_admin_caps(struct docker_limits *l);
 /* Sets l's fields in a create body's HostConfig hc.  0, or -1 (no memory). */
 int docker_limits_apply(const struct docker_limits *l, json_t *hc);

@@ -242,18 +242,40 @@ void docker_limits_for(struct docker_ctx *ctx, const char *tmpl, struct docker_l
 		ctx->host->config_each("docker", "template.", lim_walk_cb, &w);
 }
 
+/* Removes the comma-separated name cap from list, in place (whole names,
+ * case aside). */
+static void lim_cap_remove(char *list, const char *cap)
+{
+	size_t len = strlen(cap);
+
+	for (char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !strncasecmp(p, cap, len)) {
+			memmove(p, p + n + (p[n] ? 1 : 0), strlen(p + n + (p[n] ? 1 : 0)) + 1);
+			if (!*p && p > list && p[-1] == ',')
+				p[-1] = '\0';
+			continue;
+		}
+		p += n + (p[n] ? 1 : 0);
+	}
+}
+
 void docker_admin_caps(struct docker_limits *l)
 {
-	static const char *const drop[] = { "DAC_OVERRIDE", "FOWNER", "CHOWN", NULL };
+	/* SETUID and SETGID too: else its root becomes the directories' owner */
+	static const char *const drop[] = { "DAC_OVERRIDE", "FOWNER", "CHOWN", "SETUID", "SETGID",
+					    NULL };
 
-	if (!strcasecmp(l->cap_drop, "ALL"))
-		return;
 	for (int i = 0; drop[i]; i++) {
 		size_t n = strlen(l->cap_drop);
 
-		if (!strstr(l->cap_drop, drop[i]))
+		lim_cap_remove(l->cap_add, drop[i]); /* the engine keeps what CapAdd names */
+		if (strcasecmp(l->cap_drop, "ALL") && !strcasestr(l->cap_drop, drop[i]))
 			snprintf(l->cap_drop + n, sizeof(l->cap_drop) - n, "%s%s", n ? "," : "", drop[i]);
 	}
+	if (!strcasecmp(l->cap_add, "ALL"))
+		l->cap_add[0] = '\0';
 }
 
 /* ---- into HostConfig, and back out ---------------------------------------------------- */

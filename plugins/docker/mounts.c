@@ -226,11 +226,13 @@ static int docker_mounts_dirs(struct docker_ctx *ctx, const char *ws, const char
  * restarts (the restart policy) included, which ask sandgate nothing: a
  * workspace renamed and replaced with a link to / gave its machine the
  * host's root at its next restart.  So the scope's directory and the
- * share's belong to nobody (65534) when sandgate is root, and the admin
- * machine has no capability past owner and mode (docker_admin_caps): it
- * writes inside the workspaces (root's, as the machines are), never names
- * in those two directories.  A sandgate that is not root owns them itself,
- * which is not the admin's root either. */
+ * share's belong to DOCKER_GUARD_ID, a uid no account has (not nobody's:
+ * a process of the host may run as nobody), when sandgate is root, and the
+ * admin machine has no capability past owner and mode, nor one to become
+ * that owner (docker_admin_caps): it writes inside the workspaces (root's,
+ * as the machines are), never names in those two directories.  A sandgate
+ * that is not root owns them itself, which is not the admin's root either. */
+#define DOCKER_GUARD_ID 2147483646
 static void docker_guard_dirs(struct docker_ctx *ctx, const char *scope, const char *share)
 {
 	const char *rels[2] = { scope, share };
@@ -248,10 +250,10 @@ static void docker_guard_dirs(struct docker_ctx *ctx, const char *scope, const c
 		if (fd < 0)
 			continue;
 		if (fstat(fd, &st) == 0 && st.st_uid == 0 &&
-		    fchownat(fd, "", 65534, 65534, AT_EMPTY_PATH) < 0)
-			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "cannot give %s/%s to nobody: "
+		    fchownat(fd, "", DOCKER_GUARD_ID, DOCKER_GUARD_ID, AT_EMPTY_PATH) < 0)
+			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "cannot give %s/%s to uid %u: "
 				       "the admin machine could rename what it holds (%s)",
-				       ctx->work_home, rels[i], strerror(errno));
+				       ctx->work_home, rels[i], DOCKER_GUARD_ID, strerror(errno));
 		close(fd);
 	}
 }

@@ -67,6 +67,12 @@ t.run(async () => {
     `mv /host/_share/${a} /host/_share/x 2>&1; true`);
   t.is(swap.output.split('\n').filter((l) => /Permission denied/.test(l)).length, 4,
     'it cannot rename a workspace, make a link or a directory beside them, or rename a share', swap.output);
+  const st = fs.statSync(work);
+  t.ok(st.uid !== 0 && st.uid !== 65534, `work_home belongs to a uid no account has (${st.uid})`);
+  const become = await sh(admin, `setpriv --reuid=${st.uid} --regid=${st.gid} --clear-groups mv /host/${b} /host/${b}.x 2>&1; ` +
+    `chown root /host 2>&1; true`);
+  t.is(become.output.split('\n').filter((l) => /Operation not permitted/.test(l)).length, 2,
+    '... nor become their owner, nor take them', become.output);
   t.ok(fs.statSync(path.join(work, b)).isDirectory() && !fs.existsSync(path.join(work, 'evil')), '... and nothing moved on the host');
 
   // links planted in work_home (from the host: an operator's slip, another

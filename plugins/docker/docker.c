@@ -89,13 +89,24 @@ int docker_template_image(struct docker_ctx *ctx, const char *name, char *image,
 	return -1;
 }
 
-/* A reference with its tag: "repo" is "repo:latest" (the engine's
- * default), a digest stays as it is. */
+/* A reference as the engine names it (its reference.ParseNormalizedNamed):
+ * Docker Hub's domain (docker.io, index.docker.io) and a one-name
+ * repository's "library/" dropped, ":latest" when there is no tag, a
+ * digest as it is: "docker.io/library/python" is "python:latest". */
 static void docker_ref_norm(const char *ref, char *out, size_t size)
 {
-	const char *slash = strrchr(ref, '/');
-	const char *last = slash ? slash + 1 : ref;
+	static const char *const hub[] = { "docker.io/", "index.docker.io/", NULL };
+	const char *slash, *last;
 
+	for (int i = 0; hub[i]; i++)
+		if (!strncmp(ref, hub[i], strlen(hub[i]))) {
+			ref += strlen(hub[i]);
+			break;
+		}
+	if (!strncmp(ref, "library/", 8) && !strchr(ref + 8, '/'))
+		ref += 8;
+	slash = strrchr(ref, '/');
+	last = slash ? slash + 1 : ref;
 	snprintf(out, size, "%s%s", ref, strchr(last, ':') || strchr(ref, '@') ? "" : ":latest");
 }
 

@@ -43,7 +43,8 @@ t.run(async () => {
   // the images sandboxes start from are not any machine's to replace: every
   // later sandbox, of every session and credential, would start from it
   const baseBefore = (await docker(['image', 'inspect', '--format', '{{.Id}}', 'sandgate/base:1'])).trim();
-  for (const [tool, tagged] of [['docker_commit', 'sandgate/base:1'], ['docker_commit', 'sandgate/mine:2'], ['docker_build', 'sandgate/base:1']]) {
+  for (const [tool, tagged] of [['docker_commit', 'sandgate/base:1'], ['docker_commit', 'sandgate/mine:2'], ['docker_build', 'sandgate/base:1'],
+    ['docker_commit', 'docker.io/sandgate/base:1'], ['docker_build', 'index.docker.io/sandgate/base:1']]) {
     const build = tool === 'docker_build' ? { context_dir: '/workspace', dockerfile: '/workspace/Dockerfile' } : {};
     const r = await envFlat(srv, tool, { machine: name, image_tag: tagged, ...build });
     t.ok(r.isError && new RegExp(`image_tag '${tagged}' is (the image of \\[docker\\] template\\.base|in sandgate's own repository \\(sandgate/\\)): new sandboxes and machines start from it`).test(errorText(r)),

@@ -19,6 +19,7 @@
 
 #include "plugins/docker/docker.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -435,70 +436,157 @@ out:
 	return rc;
 }
 
-/* The Dockerfile's escape character: '\\', or '`' by a "# escape=`"
- * parser directive among its first comment lines. */
-static char df_escape(const char *p, const char *end)
-{
-	while (p < end && *p == '#') {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *q = p + 1;
+/* A Dockerfile read as the builder reads it (Dockerfile reference,
+ * "Parser directives" and "Format"): an optional byte-order mark; parser
+ * directives ("# escape=`") only in the leading run of comment lines that
+ * are directives; then instructions, a line ending with the escape
+ * character going on to the next, comment lines and empty lines inside
+ * such a run left out; a comment line (leading blanks allowed) never an
+ * instruction, whatever it ends with. */
+struct df_scan {
+	const char *p, *end;
+	char esc;
+	unsigned line;               /* of the next physical line, from 1 */
+};
 
-		while (q < (nl ? nl : end) && (*q == ' ' || *q == '\t'))
-			q++;
-		if ((size_t)((nl ? nl : end) - q) >= 8 && strncasecmp(q, "escape", 6) == 0) {
-			q += 6;
-			while (*q == ' ' || *q == '\t')
-				q++;
-			if (*q == '=') {
-				q++;
-				while (*q == ' ' || *q == '\t')
-					q++;
-				return *q == '`' ? '`' : '\\';
-			}
-		}
-		if (!nl)
-			break;
-		p = nl + 1;
-	}
-	return '\\';
+/* The next physical line: [*b, *e) without its newline.  false at the end. */
+static bool df_line(struct df_scan *d, const char **b, const char **e)
+{
+	const char *nl;
+
+	if (d->p >= d->end)
+		return false;
+	nl = memchr(d->p, '\n', (size_t)(d->end - d->p));
+	*b = d->p;
+	*e = nl ? nl : d->end;
+	d->p = nl ? nl + 1 : d->end;
+	d->line++;
+	while (*e > *b && ((*e)[-1] == '\r' || (*e)[-1] == ' ' || (*e)[-1] == '\t'))
+		(*e)--;
+	while (*b < *e && (**b == ' ' || **b == '\t'))
+		(*b)++;
+	return true;
 }
 
-/* Whether the Dockerfile (len bytes) has an ADD of a URL or a git
- * repository: the engine's builder fetches those itself, from the host's
- * network (its loopback, a cloud's metadata address), which no sandbox
- * reaches.  *line: the instruction's first line number. */
+/* "# key=value" at [b, e): the value of key "escape", 0 for another
+ * directive, -1 for a line that is no directive. */
+static int df_directive(const char *b, const char *e)
+{
+	const char *k, *v;
+
+	if (b >= e || *b != '#')
+		return -1;
+	for (b++; b < e && (*b == ' ' || *b == '\t'); b++)
+		;
+	for (k = b; b < e && (isalnum((unsigned char)*b) || *b == '_' || *b == '-'); b++)
+		;
+	v = b;
+	while (v < e && (*v == ' ' || *v == '\t'))
+		v++;
+	if (b == k || v >= e || *v != '=')
+		return -1;
+	for (v++; v < e && (*v == ' ' || *v == '\t'); v++)
+		;
+	if (b - k == 6 && !strncasecmp(k, "escape", 6))
+		return v < e && *v == '`' ? '`' : '\\';
+	return 0;
+}
+
+static void df_scan_init(struct df_scan *d, const char *df, size_t len)
+{
+	const char *b, *e;
+	struct df_scan look;
+	int dir;
+
+	*d = (struct df_scan){ .p = df, .end = df + len, .esc = '\\' };
+	if (len >= 3 && !memcmp(df, "\xef\xbb\xbf", 3))
+		d->p += 3;
+	for (look = *d; df_line(&look, &b, &e) && (dir = df_directive(b, e)) >= 0; *d = look)
+		if (dir > 0)
+			look.esc = (char)dir;
+}
+
+/* The next instruction, its continuation lines joined with a blank into
+ * buf (cut at size: then *cut).  *first: its first line.  false at the
+ * end. */
+static bool df_instruction(struct df_scan *d, char *buf, size_t size, unsigned *first, bool *cut)
+{
+	const char *b, *e;
+	size_t n = 0;
+	bool more = false;
+
+	*cut = false;
+	while (df_line(d, &b, &e)) {
+		if (b == e || *b == '#')
+			continue; /* left out, inside an instruction too */
+		if (!more)
+			*first = d->line;
+		more = e[-1] == d->esc;
+		if (more)
+			e--;
+		if (n + (size_t)(e - b) + 2 > size) {
+			*cut = true;
+			e = b + (size - n > 2 ? size - n - 2 : 0);
+		}
+		memcpy(buf + n, b, (size_t)(e - b));
+		n += (size_t)(e - b);
+		buf[n++] = ' ';
+		buf[n] = '\0';
+		if (!more)
+			return true;
+	}
+	return n > 0;
+}
+
+/* Whether an ADD's arguments (after "ADD") may fetch: a URL, a git
+ * repository (user@host:path), or a variable the builder expands (ARG and
+ * ENV reach ADD), which could be either. */
+static bool df_add_fetches(const char *args)
+{
+	const char *at;
+
+	if (strchr(args, '$') || strstr(args, "://"))
+		return true;
+	for (at = strchr(args, '@'); at; at = strchr(at + 1, '@')) {
+		size_t word = strcspn(at, " \t");
+		const char *colon = memchr(at, ':', word);
+
+		if (colon && !memchr(at, '/', (size_t)(colon - at)))
+			return true;
+	}
+	return false;
+}
+
+/* The keyword at *s (then *s past it and its blanks), compared case aside. */
+static bool df_keyword(const char **s, const char *kw)
+{
+	size_t n = strlen(kw);
+
+	if (strncasecmp(*s, kw, n) || ((*s)[n] != ' ' && (*s)[n] != '\t'))
+		return false;
+	for (*s += n; **s == ' ' || **s == '\t'; (*s)++)
+		;
+	return true;
+}
+
+/* Whether the Dockerfile (len bytes) has an ADD (ONBUILD ADD too: it runs
+ * in an image built from this one) that fetches: the engine's builder
+ * fetches those itself, from the host's network (its loopback, a cloud's
+ * metadata address), which no sandbox reaches.  *line: the instruction's
+ * first line.  An instruction too long to look at whole counts as one. */
 static bool df_fetches(const char *df, size_t len, unsigned *line)
 {
-	const char *p = df, *end = df + len;
-	char esc = df_escape(df, end);
-	unsigned no = 1;
+	struct df_scan d;
+	char buf[16384];
+	bool cut;
 
-	while (p < end) {
-		const char *start = p;
-		unsigned first = no;
-		bool add;
+	df_scan_init(&d, df, len);
+	while (df_instruction(&d, buf, sizeof(buf), line, &cut)) {
+		const char *s = buf;
 
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		add = end - p > 4 && strncasecmp(p, "ADD", 3) == 0 && (p[3] == ' ' || p[3] == '\t');
-		/* the instruction runs on while a line ends with the escape */
-		for (;;) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			const char *stop = nl ? nl : end;
-			const char *t = stop;
-
-			while (t > p && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'))
-				t--;
-			if (add && (memmem(start, (size_t)(stop - start), "://", 3) ||
-				    memmem(start, (size_t)(stop - start), "git@", 4))) {
-				*line = first;
-				return true;
-			}
-			p = nl ? nl + 1 : end;
-			no++;
-			if (!nl || t == start || t[-1] != esc || *start == '#')
-				break;
-		}
+		df_keyword(&s, "ONBUILD");
+		if (df_keyword(&s, "ADD") && (cut || df_add_fetches(s)))
+			return true;
 	}
 	return false;
 }
@@ -521,9 +609,9 @@ int docker_act_build(void *priv, struct sg_machine *m, const json_t *params, str
 	if (rc == 0 && !fail && df_fetches(df.data ? df.data : "", df.len, &line)) {
 		char msg[200];
 
-		snprintf(msg, sizeof(msg), "the Dockerfile's ADD on line %u fetches a URL or a git "
-			 "repository, which the engine would do from the host's network: fetch it in a "
-			 "RUN step, or put it in the context", line);
+		snprintf(msg, sizeof(msg), "the Dockerfile's ADD on line %u may fetch a URL or a git "
+			 "repository (or names a variable), which the engine would do from the host's "
+			 "network: fetch it in a RUN step, or put it in the context", line);
 		fail = build_error("remote_source", tag, msg, NULL);
 	}
 	if (rc == 0 && fail) {

@@ -73,9 +73,24 @@ t.run(async () => {
   // network (its loopback, a metadata address), which no sandbox reaches
   await write('/workspace/fetch/Dockerfile', 'FROM sandgate/base:1\nRUN true\nadd --chown=0:0 \\\n  http://127.0.0.1:9/secret /s\n');
   const fetch = await kind({ context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }, 'remote_source', 'ADD of a URL');
-  t.like(fetch.error, /the Dockerfile's ADD on line 3 fetches a URL or a git repository/, '... naming the line', fetch);
+  t.like(fetch.error, /the Dockerfile's ADD on line 3 may fetch a URL or a git repository/, '... naming the line', fetch);
   await write('/workspace/fetch/Dockerfile', '# escape=`\nFROM sandgate/base:1\nADD `\n git@example.com:a/b.git /b\n');
   await kind({ context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }, 'remote_source', 'ADD of a git repository, escape `');
+  // what the builder reads as the same (a review found each passing)
+  for (const [df, what] of [
+    ['FROM sandgate/base:1\nARG U=http://127.0.0.1:9/s\nADD $U /x\n', 'a URL through ARG'],
+    ['FROM sandgate/base:1\nADD \\\n# a comment inside\n\n  http://127.0.0.1:9/s /x\n', 'a comment and an empty line inside the instruction'],
+    ['FROM sandgate/base:1\n  # an indented comment ending in the escape \\\nADD http://127.0.0.1:9/s /x\n', 'after an indented comment'],
+    ['FROM sandgate/base:1\nONBUILD ADD http://127.0.0.1:9/s /x\n', 'ONBUILD ADD'],
+    ['\ufeff# escape=`\nFROM sandgate/base:1\nADD `\n  me@example.com:r.git /r\n', 'a byte-order mark, escape `, user@host:repo'],
+  ]) {
+    await write('/workspace/fetch/Dockerfile', df);
+    await kind({ context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }, 'remote_source', `ADD: ${what}`);
+  }
+  await write('/workspace/fetch/Dockerfile', '# hello\n# escape=`\nFROM sandgate/base:1\nADD `\n  http://127.0.0.1:9/s /x\n');
+  const late = resultData(await envFlat(srv, 'docker_build', { machine: name, image_tag: `sgt-never-${PID}:1`,
+    context_dir: '/workspace/fetch', dockerfile: '/workspace/fetch/Dockerfile' }));
+  t.isnt(late.error_kind, 'remote_source', 'a directive after another comment is no directive (as the builder reads it): ADD ` is a path', late);
   // a FIFO named as the Dockerfile held the call (and a worker) for good
   await srv.tool('sandbox_shell_exec', { machine: name, command: 'mkfifo /workspace/fifo.df' });
   const t0 = Date.now();

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #define KC_CANCEL_WAIT_MS 5000 /* after grace: an answer to a cancel, or give up */
+#define KC_PING_MS 2000        /* a runner late with a call's end: alive if it answers by then */
 
 /* An event line copied out of the request's queue (the copy is quick, the
  * JSON parse happens after the connection's lock is released). */
@@ -196,10 +197,14 @@ static enum rn_req_state kc_wait(struct rn_req *r, const struct rn_kernel_call *
 				 size_t size)
 {
 	unsigned grace = kc->grace_ms ? kc->grace_ms : RN_KGRACE_MS_DEFAULT;
-	/* The runner ends a kernel call by its timeout and grace: one that
-	 * still says nothing well after is stuck (a command could stop it),
-	 * and a call with no deadline of its own would wait for it for good. */
-	int64_t late = kc->timeout_ms ? kc_now_ms() + kc->timeout_ms + grace + KC_CANCEL_WAIT_MS : 0;
+	/* The runner ends a kernel call by its timeout and grace (a slow
+	 * kernel's longer grace too): one that still says nothing well after
+	 * may be stuck, and a call with no deadline of its own would wait for
+	 * it for good.  It may also be healthy with calls queued before this
+	 * one: a runner that answers a ping is waited for again. */
+	int64_t wait = kc->timeout_ms ? (int64_t)kc->timeout_ms + grace + RN_KGRACE_SLOW_MS +
+					KC_CANCEL_WAIT_MS : 0;
+	int64_t late = wait ? kc_now_ms() + wait : 0;
 	int64_t give_up = 0;
 	enum rn_req_state st;
 
@@ -211,6 +216,10 @@ static enum rn_req_state kc_wait(struct rn_req *r, const struct rn_kernel_call *
 		if (give_up && kc_now_ms() >= give_up)
 			return st;
 		if (late && kc_now_ms() >= late) {
+			if (rn_ping(r->c, KC_PING_MS) >= 0) {
+				late = kc_now_ms() + wait;
+				continue;
+			}
 			s->late = true;
 			return st;
 		}
@@ -280,10 +289,10 @@ int rn_kernel_run(struct rn_conn *c, const struct rn_kernel_call *kc,
 		return snprintf(why, size, "out of memory for the call's output"), -1;
 	if (s.late) {
 		/* ended like a broken connection: the next call gets a new runner */
-		rn_conn_fail(c, "stuck: no end of a kernel call long after its timeout");
-		return snprintf(why, size, "the runner did not end the %s call %u ms after its "
-				"timeout: it is stuck, and is replaced by the next call", kc->language,
-				(kc->grace_ms ? kc->grace_ms : RN_KGRACE_MS_DEFAULT) + KC_CANCEL_WAIT_MS), -1;
+		rn_conn_fail(c, "stuck: no end of a kernel call long after its timeout, no answer to a ping");
+		return snprintf(why, size, "the runner did not end the %s call long after its "
+				"timeout, nor answer a ping: it is stuck, and is replaced by the next "
+				"call", kc->language), -1;
 	}
 	if (st == RN_REQ_RUNNING)
 		return snprintf(why, size, "the %s kernel did not answer a cancel", kc->language), -1;

@@ -187,8 +187,10 @@ static int ssh_bwrap_there(struct ssh_pool *p, struct sg_call *call, struct sg_e
 		return -1;
 	}
 	have = res.out.data && strncmp(res.out.data, "none", 4) != 0 ? 1 : -1;
-	if (have > 0 && sscanf(res.out.data, "bubblewrap %u.%u", &a, &b) == 2)
+	if (have > 0 && sscanf(res.out.data, "bubblewrap %u.%u", &a, &b) == 2) {
 		p->bwrap_disable_userns = a > 0 || b >= 8;
+		p->bwrap_clearenv = a > 0 || b >= 5;
+	}
 	p->ctx->host->buf_release(&res.out);
 	p->ctx->host->buf_release(&res.err);
 	pthread_mutex_lock(&p->lock);

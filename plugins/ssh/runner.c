@@ -455,6 +455,11 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 	ja_add(a, "sh");
 	ja_add(a, rs->etc);
 	ja_add(a, a->filter);
+	if (!p->bwrap_clearenv) { /* before bwrap 0.5: bwrap starts with none */
+		ja_add(a, "env");
+		ja_add(a, "-i");
+		ja_add(a, "PATH=/usr/bin:/bin");
+	}
 	ja_add(a, "bwrap");
 	for (int i = 0; ns[i]; i++)
 		ja_add(a, ns[i]);
@@ -508,7 +513,14 @@ static void jail_argv(struct ssh_rsite *rs, const char *path, const char *arg, s
 	ja_add(a, "/workspace");
 	/* Not sshd's session environment (SetEnv, pam_env: a proxy's
 	 * credentials, SSH_CONNECTION): what a local jail gets. */
-	ja_add(a, "--clearenv");
+	if (p->bwrap_clearenv)
+		ja_add(a, "--clearenv");
+	ja_add(a, "--setenv");
+	ja_add(a, "USER");
+	ja_add(a, p->target.user);
+	ja_add(a, "--setenv");
+	ja_add(a, "LOGNAME");
+	ja_add(a, p->target.user);
 	ja_add(a, "--setenv");
 	ja_add(a, "PATH");
 	ja_add(a, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");

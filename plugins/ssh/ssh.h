@@ -233,6 +233,7 @@ struct ssh_pool {
 	/* What the host has for jails (machine.c), found once; guarded by lock: */
 	int bwrap;                        /* 0 not looked yet, 1 there, -1 not there */
 	bool bwrap_disable_userns;        /* bwrap 0.8 or later: --disable-userns */
+	bool bwrap_clearenv;              /* bwrap 0.5 or later: --clearenv (else env -i) */
 	bool unjailed_warned;             /* isolation none was logged */
 	bool no_sftp;                     /* the server refused the sftp subsystem:
 					     files go through the runner or exec

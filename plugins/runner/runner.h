@@ -125,6 +125,7 @@ struct runner {
 	bool stopping;            /* ending: in-flight commands are being killed */
 	int64_t stop_deadline;
 	bool faults;              /* --fault given */
+	bool is_init;             /* pid 1 of its namespace (a jail's --as-pid-1) */
 	char build_id[RN_BUILD_ID_LEN + 1];
 	struct proc *procs;
 	struct drain *drains;

@@ -264,8 +264,11 @@ static void read_signals(struct runner *r)
 	while (read(r->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			proc_reap(r);
-		else
+		else if (!(r->is_init && si.ssi_pid != 0))
 			runner_stop(r);
+		/* else: as a jail's init, a stop sent from inside the jail
+		 * (a sender we can see has a pid here; one outside it has
+		 * none) is a command's, and the jail is not its to end */
 	}
 }
 
@@ -393,6 +396,7 @@ int main(int argc, char **argv)
 		       RN_VERSION_MINOR, r.build_id);
 		return 0;
 	}
+	r.is_init = getpid() == 1;
 	if (runner_setup(&r) < 0) {
 		fprintf(stderr, "sandgate-runner: setup failed: %s\n", strerror(errno));
 		return 1;

@@ -109,10 +109,13 @@ for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", 
 
   // the runner is the jail's init and not dumpable: a command can neither
   // freeze or kill it nor open its pipes to speak to sandgate in its place
-  const hijack = await run('kill -STOP 1; kill -KILL 1; (cat /proc/1/fd/0 </dev/null; : >> /proc/1/fd/1) 2>&1 | sed "s/^.*: //"; true');
+  await run('sleep 7771 >/dev/null 2>&1 &');
+  const hijack = await run('kill -STOP 1; kill -KILL 1; kill -TERM 1; kill -HUP 1; kill -INT 1; (cat /proc/1/fd/0 </dev/null; : >> /proc/1/fd/1) 2>&1 | sed "s/^.*: //"; true');
   t.is(hijack.stdout, 'Permission denied\nPermission denied\n',
     'the runner\'s descriptors are closed to commands', hijack);
-  t.is((await run('echo alive')).stdout, 'alive\n', 'after kill -STOP 1 and kill -KILL 1 the runner still answers');
+  t.is((await run('echo alive')).stdout, 'alive\n', 'after kill -STOP, -KILL, -TERM, -HUP and -INT to pid 1 the runner still answers');
+  t.is((await run('ps -eo args | grep -c "^sleep 7771"; kill %1 2>/dev/null; pkill -f "^sleep 7771"; true')).stdout, '1\n',
+    '... the same runner: a job started before is still there (a runner that ends takes the jail along)');
 
   // ---- the other sandbox
   const byHostPath = await run(`cat ${bDir}/private.txt 2>&1; ls ${path.dirname(bDir)} 2>&1; echo rc=$?`);

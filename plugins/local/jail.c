@@ -199,8 +199,10 @@ static int jail_tmpfs(struct local_jail *j, unsigned long mb, const char *at)
 static int jail_args(struct local_jail *j, const char *hostname, const char *arg)
 {
 	struct local_ctx *ctx = j->ctx;
+	size_t flen;
 	int rc = 0;
 
+	rn_jail_filter(&flen);
 	rc |= jail_arg(j, "--unshare-user") | jail_arg(j, "--unshare-pid") |
 	      jail_arg(j, "--unshare-ipc") | jail_arg(j, "--unshare-uts") |
 	      jail_arg(j, "--unshare-cgroup-try");
@@ -247,7 +249,8 @@ static int jail_args(struct local_jail *j, const char *hostname, const char *arg
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "LOGNAME") | jail_arg(j, "%s", ctx->user);
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "LANG") | jail_arg(j, "C.UTF-8");
 	rc |= jail_arg(j, "--setenv") | jail_arg(j, "TMPDIR") | jail_arg(j, "/tmp");
-	rc |= jail_arg(j, "--seccomp") | jail_arg(j, "%d", JAIL_FD_BASE + JFD_SECCOMP);
+	if (flen)
+		rc |= jail_arg(j, "--seccomp") | jail_arg(j, "%d", JAIL_FD_BASE + JFD_SECCOMP);
 	rc |= jail_arg(j, "--") | jail_arg(j, LOCAL_RUNNER_AT) | jail_arg(j, "%s", arg);
 	return rc;
 }

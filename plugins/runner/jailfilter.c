@@ -61,11 +61,18 @@ static const struct sock_filter filter[] = {
 	/*  8 */ DENY,
 };
 #else
-#error "the jail's seccomp filter knows x86_64 and aarch64: add this architecture's"
+/* Another architecture: no filter yet (its numbers and ABIs to add here);
+ * the jails run without one, and doc/security.md says so. */
+#define SG_NO_JAIL_FILTER 1
 #endif
 
 const void *rn_jail_filter(size_t *len)
 {
+#ifdef SG_NO_JAIL_FILTER
+	*len = 0;
+	return "";
+#else
 	*len = sizeof(filter);
 	return filter;
+#endif
 }

@@ -55,31 +55,25 @@ static size_t add_token_list(struct http_conf *c, const char *list)
 	return added;
 }
 
-/* The token a line of the tokens file holds, whole (blanks around it
- * trimmed): its length, 0 for none (blank, a comment), or -1 when it is not
- * a token68 (RFC 6750 2.1: letters, digits, "-._~+/", then "="s), which a
- * comma is not: a line is one token, never a list. */
-static ssize_t token_line(const char *line, const char **tok)
+/* The token a line of the tokens file holds (len bytes, as getline read
+ * them), whole, blanks around it trimmed: a line is one token, never a
+ * list (commas included).  Returns its length, 0 for none (blank, a
+ * comment), or -1 when it holds a blank, a control byte or a NUL: a
+ * bearer token is visible ASCII, as `sandgate deploy` takes one. */
+static ssize_t token_line(const char *line, size_t len, const char **tok)
 {
-	const char *p = line, *e = line + strlen(line);
-	bool eq = false;
+	const char *p = line, *e = line + len;
 
-	while (*p == ' ' || *p == '\t')
+	while (p < e && (*p == ' ' || *p == '\t'))
 		p++;
 	while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
 		e--;
 	*tok = p;
 	if (p == e || *p == '#')
 		return 0;
-	for (const char *q = p; q < e; q++) {
-		bool word = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-			    (*q >= '0' && *q <= '9') || strchr("-._~+/", *q);
-
-		if (*q == '=')
-			eq = true;
-		else if (!word || eq)
+	for (const char *q = p; q < e; q++)
+		if (*q <= ' ' || *q > '~')
 			return -1;
-	}
 	return e - p;
 }
 
@@ -116,7 +110,7 @@ static int load_token_file(struct http_conf *c, const char *path, bool eph)
 	}
 	for (unsigned no = 1; (n = getline(&line, &cap, f)) >= 0; no++) {
 		const char *tok;
-		ssize_t len = token_line(line, &tok);
+		ssize_t len = token_line(line, (size_t)n, &tok);
 
 		if (len > 0)
 			add_token(c, tok, (size_t)len);
@@ -124,7 +118,7 @@ static int load_token_file(struct http_conf *c, const char *path, bool eph)
 		if (len < 0) {
 			/* the line is not echoed: it may be a token with a typo */
 			SG_ERROR("[server] auth_tokens_file '%s': line %u is not a bearer token (one token a "
-				 "line: letters, digits and -._~+/, then = for padding; no commas or blanks): fix that line",
+				 "line, visible ASCII: no blank or control character inside): fix that line",
 				 path, no);
 			goto out;
 		}

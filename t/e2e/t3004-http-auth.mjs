@@ -17,7 +17,8 @@ t.run(async () => {
   const file = path.join(tmpdir(), 'tokens');
   const T1 = 'tok-file-one-0123456789abcdef';
   const T2 = 'tok-file-two-0123456789abcdef';
-  fs.writeFileSync(file, `# sandgate tokens\n${T1}\n\n  ${T2}  \n`, { mode: 0o644 });
+  const T3 = 'tok-file,three:0123456789@abc'; // a line is one token, commas and all
+  fs.writeFileSync(file, `# sandgate tokens\n${T1}\n\n  ${T2}  \n${T3}\n`, { mode: 0o644 });
   fs.chmodSync(file, 0o644);
 
   // ---- refusals at startup
@@ -30,15 +31,15 @@ t.run(async () => {
   t.is(anyHost.code, 3, 'a non-loopback host without allowed_hosts: exit 3', anyHost);
   t.like(anyHost.stderr, /allowed_hosts/, 'the message names [server] allowed_hosts');
   // (a non-loopback host without a token source gets a generated token: t3009)
-  // a line is one token, never a list: one with a comma stops the server
-  // (it was split, so the token was refused and each piece accepted)
-  const commas = path.join(tmpdir(), 'tokens-commas');
-  fs.writeFileSync(commas, `${T1}\nZq8Lm2Vx9Rt4Wp7Kc3Nd,x\n`, { mode: 0o600 });
-  const split = await runCli(['--set', 'server.port=0', '--set', `server.auth_tokens_file=${commas}`, 'http'], {}, { timeout: 20000 });
-  t.is(split.code, 3, 'a token file line with a comma: exit 3', split);
-  t.like(split.stderr, /auth_tokens_file '[^']*tokens-commas': line 2 is not a bearer token \(one token a line: letters, digits and -\._~\+\/, then = for padding; no commas or blanks\): fix that line/,
-    '... naming the file and the line, not echoing it', { stderr: split.stderr });
-  t.unlike(split.stderr, /Zq8Lm2Vx9Rt4Wp7Kc3Nd/, 'the line itself is not in the message');
+  // a line is one token, whole: one with a blank inside stops the server,
+  // naming the line without echoing it
+  const blanks = path.join(tmpdir(), 'tokens-blank');
+  fs.writeFileSync(blanks, `${T1}\nZq8Lm2Vx9Rt4 Wp7Kc3Nd\n`, { mode: 0o600 });
+  const split = await runCli(['--set', 'server.port=0', '--set', `server.auth_tokens_file=${blanks}`, 'http'], {}, { timeout: 20000 });
+  t.is(split.code, 3, 'a token file line with a blank inside: exit 3', split);
+  t.like(split.stderr, /auth_tokens_file '[^']*tokens-blank': line 2 is not a bearer token \(one token a line, visible ASCII: no blank or control character inside\): fix that line/,
+    '... naming the file and the line', { stderr: split.stderr });
+  t.unlike(split.stderr, /Zq8Lm2Vx9Rt4/, 'the line itself is not in the message');
 
   // ---- tokens from the file and the environment
   fs.chmodSync(file, 0o600);
@@ -58,7 +59,9 @@ t.run(async () => {
   const basic = await request(U, { body: ping, headers: { Authorization: `Basic ${T1}` } });
   t.is(basic.status, 401, 'another auth scheme: 401');
   const sids = {};
-  for (const tok of [T1, T2, 'env-a-123456789', 'env-b-123456789', 'abx-123456789']) {
+  const piece = await request(U, { body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: INIT }, token: 'three:0123456789@abc' });
+  t.is(piece.status, 401, 'a piece of a token file line after its comma is no token');
+  for (const tok of [T1, T2, T3, 'env-a-123456789', 'env-b-123456789', 'abx-123456789']) {
     sids[tok] = await initSession(U, { token: tok }).catch((e) => e.message);
     t.like(sids[tok], /^[0-9a-f]{64}$/, `token ${tok.slice(0, 8)}...: a session`);
   }

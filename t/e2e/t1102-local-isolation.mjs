@@ -12,6 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { t, preflight, sdkClient, errorText, tmpdir, trackSandbox, SPARE_DEFAULT } from '../lib/sg.mjs';
 import { startHttp, connect } from '../http/lib.mjs';
+import { checkKeyCalls, checkRunnerHeld } from '../lib/jailcheck.mjs';
 
 const LOCAL = ['--set', 'sandbox.default_backend=local'];
 const SECRET = `private-${process.pid}-${Date.now()}`;
@@ -94,28 +95,9 @@ t.run(async () => {
   t.ok(!viaFd.stdout.includes(path.basename(bDir)) && !viaFd.stdout.includes(path.basename(aDir)),
     'no descriptor leads to the sandboxes\' host directories', viaFd);
 
-  // ---- the kernel's keyrings are not namespaced: the jail inherited
-  // sandgate's session keyring, and the sandbox user's keyring is shared by
-  // every sandbox; the jail's seccomp filter makes the key calls fail
-  const keys = await run(`python3 -c '
-import ctypes, os
-nr = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
-l = ctypes.CDLL(None, use_errno=True)
-for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", (nr[1], 0, -3, 0))):
-    ctypes.set_errno(0)
-    print(name, l.syscall(*args), ctypes.get_errno())
-'`);
-  t.is(keys.stdout, 'add_key -1 38\nkeyctl -1 38\n', 'add_key and keyctl fail with ENOSYS in the jail', keys);
-
-  // the runner is the jail's init and not dumpable: a command can neither
-  // freeze or kill it nor open its pipes to speak to sandgate in its place
-  await run('sleep 7771 >/dev/null 2>&1 &');
-  const hijack = await run('kill -STOP 1; kill -KILL 1; kill -TERM 1; kill -HUP 1; kill -INT 1; (cat /proc/1/fd/0 </dev/null; : >> /proc/1/fd/1) 2>&1 | sed "s/^.*: //"; true');
-  t.is(hijack.stdout, 'Permission denied\nPermission denied\n',
-    'the runner\'s descriptors are closed to commands', hijack);
-  t.is((await run('echo alive')).stdout, 'alive\n', 'after kill -STOP, -KILL, -TERM, -HUP and -INT to pid 1 the runner still answers');
-  t.is((await run('ps -eo args | grep -c "^sleep 7771"; kill %1 2>/dev/null; pkill -f "^sleep 7771"; true')).stdout, '1\n',
-    '... the same runner: a job started before is still there (a runner that ends takes the jail along)');
+  // ---- the machinery around the jail: the keyrings, the runner
+  await checkKeyCalls(t, run);
+  await checkRunnerHeld(t, run);
 
   // ---- the other sandbox
   const byHostPath = await run(`cat ${bDir}/private.txt 2>&1; ls ${path.dirname(bDir)} 2>&1; echo rc=$?`);

@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { t, preflight, sdkClient, errorText, tmpdir, trackSandbox, waitFor } from '../lib/sg.mjs';
 import { startSshd, sshArgs, sshEnv, sshPreflight } from '../ssh/sshd.mjs';
 import { startHttp, connect } from '../http/lib.mjs';
+import { checkKeyCalls, checkRunnerHeld } from '../lib/jailcheck.mjs';
 
 const execFileP = promisify(execFile);
 const SECRET = `private-${process.pid}-${Date.now()}`;
@@ -82,29 +83,11 @@ t.run(async () => {
   const shadow = await run('cat /etc/shadow 2>&1; echo "rc=$?"');
   t.ok(/rc=[1-9]/.test(shadow.stdout), 'the host\'s /etc/shadow cannot be read', shadow);
   t.like((await run('touch /usr/x /x 2>&1; true')).stdout, /Read-only file system[^]*Read-only file system/, '/usr and / are read-only');
-  // the keyrings are not namespaced: the jail's seccomp filter refuses the
-  // key calls (the SSH login's session keyring, the user's, shared otherwise)
-  const keys = await run(`python3 -c '
-import ctypes, os
-nr = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
-l = ctypes.CDLL(None, use_errno=True)
-for name, args in (("add_key", (nr[0], b"user", b"k", b"v", 1, -3)), ("keyctl", (nr[1], 0, -3, 0))):
-    ctypes.set_errno(0)
-    print(name, l.syscall(*args), ctypes.get_errno())
-'`);
-  t.is(keys.stdout, 'add_key -1 38\nkeyctl -1 38\n', 'add_key and keyctl fail with ENOSYS in the jail', keys);
+  await checkKeyCalls(t, run); // the SSH login's session keyring, the user's
   t.deepEqual((await run('ls /proc/self/fd | tr "\\n" " "')).stdout.trim().split(' '), ['0', '1', '2', '3'],
     'a command has fds 0-2 (and ls its own 3)');
   t.is((await run('env | grep -cE "^(SSH_|XDG_RUNTIME_DIR=)"; true')).stdout, '0\n', 'nothing of sshd\'s session environment');
-  // the runner is the jail's init and not dumpable: a command can neither
-  // freeze or kill it nor open its pipes to speak to sandgate in its place
-  await run('sleep 7771 >/dev/null 2>&1 &');
-  const hijack = await run('kill -STOP 1; kill -KILL 1; kill -TERM 1; kill -HUP 1; kill -INT 1; (cat /proc/1/fd/0 </dev/null; : >> /proc/1/fd/1) 2>&1 | sed "s/^.*: //"; true');
-  t.is(hijack.stdout, 'Permission denied\nPermission denied\n',
-    'the runner\'s descriptors are closed to commands', hijack);
-  t.is((await run('echo alive')).stdout, 'alive\n', 'after kill -STOP, -KILL, -TERM, -HUP and -INT to pid 1 the runner still answers');
-  t.is((await run('ps -eo args | grep -c "^sleep 7771"; kill %1 2>/dev/null; pkill -f "^sleep 7771"; true')).stdout, '1\n',
-    '... the same runner: a job started before is still there (a runner that ends takes the jail along)');
+  await checkRunnerHeld(t, run);
   const byHost = await run(`cat ${bDir}/private.txt 2>/dev/null; ls ${s.root} 2>/dev/null; echo rc=$?`);
   t.ok(!byHost.stdout.includes(SECRET) && !byHost.stdout.includes(path.basename(bDir)) && /rc=[1-9]/.test(byHost.stdout),
     'B\'s directory is not visible in A', byHost);

@@ -284,8 +284,8 @@ static void docker_fini(void *priv)
 
 	if (!ctx)
 		return;
+	docker_pool_stop(ctx); /* uses the engine; its execs may queue kills */
 	docker_killer_stop(ctx); /* uses the engine */
-	docker_pool_stop(ctx); /* uses the engine */
 	docker_engine_free(ctx->engine);
 	docker_runner_teardown(ctx);
 	docker_settings_free(ctx);

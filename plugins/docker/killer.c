@@ -90,11 +90,12 @@ static bool killer_queue(struct docker_ctx *ctx, struct docker_kill *it)
 
 void docker_kill_group_later(struct docker_ctx *ctx, const char *cid, long pgid, const char *sh)
 {
-	struct docker_kill *it = calloc(1, sizeof(*it)); /* freed by killer_main() */
+	struct docker_kill *it;
 	bool queued = false;
 
 	if (pgid <= 1)
 		return;
+	it = calloc(1, sizeof(*it)); /* freed by killer_main() */
 	if (it && (!sh || (it->sh = strdup(sh)))) {
 		snprintf(it->cid, sizeof(it->cid), "%s", cid);
 		it->pgid = pgid;

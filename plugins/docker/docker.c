@@ -355,6 +355,11 @@ static const struct sg_config_key docker_config_keys[] = {
 	{ .key = "runner", .def = "true", .accepts = "bool",
 	  .help = "run commands through sandgate-runner inside each container "
 		  "(about 1 ms a command); false: plain docker exec (about 60 ms)" },
+	{ .key = "runner_channel", .def = "auto", .accepts = "auto|true|false",
+	  .help = "the runner speaks on a Unix socket bind-mounted read-only into each new "
+		  "sandbox instead of through the engine's relay (about 10 times faster); "
+		  "auto: when the engine runs on this host and sees sandgate's state "
+		  "directory; false: always through the engine" },
 	{ .key = "runner_path",
 	  .help = "the sandgate-runner binary on this host; default: next to "
 		  "docker.so, else the installed libexec/sandgate/sandgate-runner",

@@ -67,7 +67,14 @@
 #define DOCKER_LABEL_POOL       "org.sandgate.pool"      /* the owner tag of the pool's sandgate */
 #define DOCKER_LABEL_WORK_HOME  "org.sandgate.work_home" /* [storage] work_home it was made under */
 
+#define DOCKER_LABEL_CHAN       "org.sandgate.runner_chan" /* its channel's name (channel.c) */
+
 #define DOCKER_WORKSPACE "/workspace"
+
+#define DOCKER_CHAN_NAME_LEN 32              /* hex digits of a channel's name */
+#define DOCKER_CHAN_DIR      "/run/sandgate" /* where a container sees its channel */
+#define DOCKER_CHAN_PATH     DOCKER_CHAN_DIR "/runner.sock"
+#define DOCKER_CHAN_TOKEN_BYTES 32           /* a runner's one-time token, before hex */
 
 /* Buffers: a container id or name (64 hex digits, or a name), a path in a
  * container. */
@@ -125,6 +132,11 @@ struct docker_ctx {
 	int wh_remote;                   /* work_home through the engine: 1, on this
 					    filesystem: 0, not decided yet: -1 */
 
+	pthread_mutex_t chan_lock;       /* guards chan_decided (channel.c) */
+	bool chan_decided;
+	char chan_root[DOCKER_PATH_MAX]; /* the runner channels' root, "" none;
+					    written once, under chan_lock */
+
 	struct docker_pool *pool;        /* the warm pool (pool.c), owned; NULL: none */
 	struct docker_killer killer;     /* kills after a timeout (killer.c) */
 
@@ -149,6 +161,7 @@ struct docker_machine {
 					   "exec format error" comes that way) */
 	struct rnc_kstate code;         /* its kernels' runners (code.c) */
 	char shell[128];                /* the shell that replaces /bin/sh, "" none */
+	char chan[DOCKER_CHAN_NAME_LEN + 1]; /* its runner channel (channel.c), "" none */
 	bool persistent;                /* a named machine: stopped is not gone */
 	pthread_mutex_t slock;          /* guards stale[] */
 	char *stale[DOCKER_STALE_MAX];  /* temporary files of failed writes not
@@ -251,6 +264,37 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 /* ---- runner.c ---------------------------------------------------------------- */
 
 /* Reads the configuration ([docker] runner, runner_path) into ctx. */
+/* ---- the runner's direct channel (channel.c) ---- */
+
+/* Whether sandboxes get a direct channel: decided once, at the first need
+ * ([docker] runner_channel; auto: the engine is on this host and sees our
+ * state directory).  Thread-safe. */
+bool docker_chan_on(struct docker_ctx *ctx);
+/* Whether name is a channel's name (DOCKER_CHAN_NAME_LEN hex digits): a
+ * label is checked before it names a directory. */
+bool docker_chan_name_ok(const char *name);
+/* Makes a channel directory for a new container and adds its read-only
+ * bind and label to the create body.  name[size] receives its name, "" when
+ * there is none (off, or the directory could not be made: the container is
+ * made without, its runner speaks through the engine).  Returns 0, or -1
+ * when the body could not be changed (out of memory). */
+int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t size);
+/* Removes the channel directory of name (a container's label); any name
+ * that is not a channel's is ignored.  Never fails: a leftover is logged. */
+void docker_chan_remove(struct docker_ctx *ctx, const char *name);
+/* Listens on name's socket, replacing the last runner's.  Returns the
+ * listening fd (non-blocking, CLOEXEC; the caller closes it through
+ * docker_chan_unlisten), or -1 (logged): no channel this time. */
+int docker_chan_listen(struct docker_ctx *ctx, const char *name);
+/* Closes fd (when >= 0) and removes name's socket: nothing more connects. */
+void docker_chan_unlisten(struct docker_ctx *ctx, const char *name, int fd);
+/* Waits on lfd (docker_chan_listen) for the runner's connection: the first
+ * to send token (hex) and a newline.  Returns that connection (blocking,
+ * CLOEXEC, owned by the caller; the runner's HELLO follows on it), or -1
+ * when xfd (the runner's exec stream) speaks first (it could not dial and
+ * is on stdio, or it died) or none came in time. */
+int docker_chan_accept(int lfd, int xfd, const char *token);
+
 void docker_runner_setup(struct docker_ctx *ctx);
 void docker_runner_teardown(struct docker_ctx *ctx);
 /* The runner site of a new handle for container cid; fini ends its runner. */

@@ -50,10 +50,13 @@ struct docker_machine *docker_machine_new(struct docker_ctx *ctx, const char *ci
 	const json_t *labels = json_object_get(json_object_get(info, "Config"), "Labels");
 	const char *shell = json_string_value(json_object_get(labels, DOCKER_LABEL_SHELL));
 	const char *pers = json_string_value(json_object_get(labels, DOCKER_LABEL_PERSISTENT));
+	const char *chan = json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN));
 
 	if (!dm)
 		return NULL;
 	dm->ctx = ctx;
+	if (docker_chan_name_ok(chan))
+		snprintf(dm->chan, sizeof(dm->chan), "%s", chan);
 	docker_runner_machine_init(dm, cid);
 	pthread_mutex_init(&dm->slock, NULL);
 	dm->persistent = pers && !strcmp(pers, "1") &&
@@ -250,20 +253,27 @@ static int docker_create_fail(struct docker_ctx *ctx, const char *tmpl,
 				  "docker create", status, reply);
 }
 
-/* POST /containers/create; copies the new id into id. */
+/* POST /containers/create; copies the new id into id and its runner
+ * channel's name into chan[DOCKER_CHAN_NAME_LEN + 1] ("" none; the caller
+ * removes it with the container). */
 static int docker_create_container(struct docker_ctx *ctx,
 				   const struct sg_create_req *req,
 				   const char *tmpl, const char *image, char *id,
-				   size_t size, struct sg_err *err)
+				   size_t size, char *chan, struct sg_err *err)
 {
 	json_t *body = docker_create_body(ctx, req, tmpl, image), *reply = NULL;
 	const char *cid;
 	long status;
 	int rc = -1;
 
+	chan[0] = '\0';
 	if (!body)
 		return ctx->host->errf(err, SG_E_INVAL, "docker create: owner, name or "
 				       "template is not valid UTF-8 text");
+	if (docker_chan_add(ctx, body, chan, DOCKER_CHAN_NAME_LEN + 1) < 0) {
+		json_decref(body);
+		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+	}
 	if (docker_engine_json(ctx->engine, "POST", "/containers/create", body,
 			       &status, &reply, err) < 0)
 		goto out;
@@ -279,6 +289,8 @@ static int docker_create_container(struct docker_ctx *ctx,
 	strcpy(id, cid);
 	rc = 0;
 out:
+	if (rc < 0)
+		docker_chan_remove(ctx, chan);
 	json_decref(body);
 	json_decref(reply);
 	return rc;
@@ -342,7 +354,7 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	struct docker_ctx *ctx = priv;
 	const char *tmpl = req && req->template_name ? req->template_name :
 			   ctx->default_template;
-	char image[512], id[DOCKER_ID_MAX];
+	char image[512], id[DOCKER_ID_MAX], chan[DOCKER_CHAN_NAME_LEN + 1];
 	json_t *info = NULL;
 	struct sg_err ignore;
 
@@ -364,7 +376,7 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 	if (docker_pool_take(ctx, tmpl, call, m, err) == 0)
 		return 0;
 	docker_progress(ctx, call, 0, "creating container");
-	if (docker_create_container(ctx, req, tmpl, image, id, sizeof(id), err) < 0)
+	if (docker_create_container(ctx, req, tmpl, image, id, sizeof(id), chan, err) < 0)
 		return -1;
 	docker_progress(ctx, call, 1, "starting container");
 	if (docker_container_start_raw(ctx, id, err) < 0)
@@ -388,6 +400,8 @@ fail:
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN,
 			       "removing half-made container %s failed: %s", id,
 			       ignore.msg);
+	else
+		docker_chan_remove(ctx, chan);
 	return -1;
 }
 
@@ -463,7 +477,7 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 	json_t *info = NULL;
 	const char *net;
 	struct sg_err ierr;
-	char netname[192] = "";
+	char netname[192] = "", chan[DOCKER_CHAN_NAME_LEN + 1] = "";
 
 	(void)call;
 	if (!ctx)
@@ -475,10 +489,13 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 		labels = json_object_get(json_object_get(info, "Config"), "Labels");
 		net = json_string_value(json_object_get(labels, DOCKER_LABEL_NETWORK));
 		snprintf(netname, sizeof(netname), "%s", net ? net : "");
+		snprintf(chan, sizeof(chan), "%s",
+			 json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN)) ?: "");
 		json_decref(info);
 	}
 	if (docker_container_remove(ctx, m->id, err) < 0)
 		return -1;
+	docker_chan_remove(ctx, chan);
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "removed container %s", m->id);
 	docker_network_release(ctx, netname);
 	return 0;

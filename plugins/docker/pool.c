@@ -50,6 +50,7 @@ struct pool_member {
 	struct docker_machine *dm; /* its handle, runner started; owned */
 	json_t *info;              /* its inspect answer; owned */
 	char id[DOCKER_ID_MAX];
+	char chan[DOCKER_CHAN_NAME_LEN + 1]; /* its runner channel, "" none */
 };
 
 struct pool_tmpl {
@@ -122,21 +123,26 @@ static unsigned pool_default(const struct sg_host_api *h, const char *server)
 static void pool_member_drop(struct docker_ctx *ctx, struct pool_member *m, const char *why)
 {
 	struct sg_err err;
+	char chan[DOCKER_CHAN_NAME_LEN + 1];
 
+	snprintf(chan, sizeof(chan), "%s", m->chan);
 	docker_machine_free(m->dm); /* ends its runner first */
 	json_decref(m->info);
-	if (docker_container_remove(ctx, m->id, &err) < 0)
+	if (docker_container_remove(ctx, m->id, &err) < 0) {
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: removing container %s "
 			       "failed: %s", m->id, err.msg);
-	else
+	} else {
+		docker_chan_remove(ctx, chan);
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: removed container %s (%s)",
 			       m->id, why);
+	}
 	memset(m, 0, sizeof(*m));
 }
 
-/* POST /containers/create?name=sandgate-pool-... with the pool label. */
+/* POST /containers/create?name=sandgate-pool-... with the pool label; its
+ * runner channel's name into chan[DOCKER_CHAN_NAME_LEN + 1]. */
 static int pool_create(struct docker_ctx *ctx, const char *tmpl, char *id, size_t size,
-		       struct sg_err *err)
+		       char *chan, struct sg_err *err)
 {
 	struct docker_pool *p = ctx->pool;
 	struct sg_create_req req = { .template_name = tmpl, .lifetime_s = POOL_LIFETIME_S,
@@ -153,8 +159,10 @@ static int pool_create(struct docker_ctx *ctx, const char *tmpl, char *id, size_
 				       "[docker] template.%s = <image> or drop pool.%s",
 				       tmpl, tmpl, tmpl);
 	body = docker_create_body(ctx, &req, tmpl, image);
+	chan[0] = '\0';
 	if (!body || json_object_set_new(json_object_get(body, "Labels"), DOCKER_LABEL_POOL,
-					 json_string(p->owner)) < 0) {
+					 json_string(p->owner)) < 0 ||
+	    docker_chan_add(ctx, body, chan, DOCKER_CHAN_NAME_LEN + 1) < 0) {
 		json_decref(body);
 		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 	}
@@ -174,6 +182,8 @@ static int pool_create(struct docker_ctx *ctx, const char *tmpl, char *id, size_
 	snprintf(id, size, "%s", cid);
 	rc = 0;
 out:
+	if (rc < 0)
+		docker_chan_remove(ctx, chan);
 	json_decref(body);
 	json_decref(reply);
 	return rc;
@@ -187,7 +197,7 @@ static int pool_make(struct docker_ctx *ctx, const char *tmpl, struct pool_membe
 	struct sg_err rerr;
 
 	memset(m, 0, sizeof(*m));
-	if (pool_create(ctx, tmpl, m->id, sizeof(m->id), err) < 0)
+	if (pool_create(ctx, tmpl, m->id, sizeof(m->id), m->chan, err) < 0)
 		return -1;
 	if (docker_container_start_raw(ctx, m->id, err) < 0 ||
 	    docker_container_inspect(ctx, m->id, &m->info, err) < 0)
@@ -240,13 +250,16 @@ static void pool_sweep(struct docker_ctx *ctx)
 		if (!id || !name || strncmp(name, "/" POOL_NAME, strlen(POOL_NAME) + 1) ||
 		    mrec_owner_alive(ctx->pool->owner, tag))
 			continue;
-		if (docker_container_remove(ctx, id, &err) < 0)
+		if (docker_container_remove(ctx, id, &err) < 0) {
 			ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "pool: removing container "
 				       "%.12s of the pool of a sandgate that is gone failed: %s",
 				       id, err.msg);
-		else
-			ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: removed container %.12s "
-				       "of the pool of a sandgate that is gone (%s)", id, tag);
+			continue;
+		}
+		docker_chan_remove(ctx, json_string_value(json_object_get(
+			json_object_get(c, "Labels"), DOCKER_LABEL_CHAN)));
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: removed container %.12s "
+			       "of the pool of a sandgate that is gone (%s)", id, tag);
 	}
 	json_decref(reply);
 }

@@ -8,7 +8,9 @@
  * attached: from then on every command is a frame on that one stream
  * (doc/runner-protocol.md), about a millisecond instead of a full exec round
  * trip.  The build id in the name and in the runner's HELLO makes sure the
- * file is the build this plugin carries.
+ * file is the build this plugin carries.  Where the sandbox has a channel
+ * (channel.c), the frames go on a Unix socket instead and the exec stays
+ * attached for the runner's stderr.
  *
  * Its life per container (started on the first call, again after it died,
  * plain docker exec for good where it cannot run) and the commands and
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,6 +82,7 @@ void docker_runner_setup(struct docker_ctx *ctx)
 	/* Test hook: lets the runner break frames on purpose (runner.h). */
 	ctx->runner_faults = f && strcmp(f, "1") == 0;
 	pthread_mutex_init(&ctx->bin_lock, NULL);
+	pthread_mutex_init(&ctx->chan_lock, NULL);
 	if (!ctx->runner_on)
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner = false ([docker] runner): "
 			       "commands use plain docker exec");
@@ -88,6 +92,7 @@ void docker_runner_teardown(struct docker_ctx *ctx)
 {
 	rn_binary_free(&ctx->bin);
 	pthread_mutex_destroy(&ctx->bin_lock);
+	pthread_mutex_destroy(&ctx->chan_lock);
 }
 
 /* ---- the transport: one attached exec ----------------------------------------------- */
@@ -211,6 +216,91 @@ static struct runner_sock *runner_sock_new(struct docker_ctx *ctx,
 	return s;
 }
 
+/* Reads what the exec stream has once: the runner's stderr lines go to the
+ * log; anything on its stdout is dropped (on the channel it has nothing to
+ * say there).  Returns -1 at its end. */
+static int runner_sock_drain(struct runner_sock *s)
+{
+	struct docker_demux_piece piece;
+	ssize_t r = read(s->fd, s->in, sizeof(s->in)), used;
+	size_t pos = 0;
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0)
+		return -1;
+	while (pos < (size_t)r) {
+		used = docker_demux_step(&s->dmx, s->in + pos, (size_t)r - pos, sizeof(s->in),
+					 &piece);
+		if (used < 0)
+			return -1;
+		pos += (size_t)used;
+		if (piece.len && (piece.stream == DOCKER_STREAM_STDERR ||
+				  piece.stream == DOCKER_STREAM_SYSERR))
+			runner_sock_note(s, piece.data, piece.len);
+	}
+	return 0;
+}
+
+/* The runner on its direct channel (channel.c): frames on the socket, the
+ * exec still attached for its stderr. */
+struct runner_chan {
+	struct runner_sock *x; /* the exec; owned */
+	int fd;                /* the accepted socket; owned */
+	bool x_done;           /* the exec stream ended (the engine may have
+				  restarted: the runner lives on) */
+};
+
+static ssize_t runner_chan_read(void *ud, void *p, size_t n)
+{
+	struct runner_chan *c = ud;
+
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = c->fd, .events = POLLIN },
+					 { .fd = c->x_done ? -1 : c->x->fd, .events = POLLIN } };
+		ssize_t r;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd[1].revents && runner_sock_drain(c->x) < 0)
+			c->x_done = true;
+		if (!pfd[0].revents)
+			continue;
+		r = read(c->fd, p, n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		return r;
+	}
+}
+
+static int runner_chan_write(void *ud, const void *p, size_t n)
+{
+	struct runner_chan *c = ud;
+
+	return rn_send_all(c->fd, p, n);
+}
+
+static void runner_chan_shutdown(void *ud)
+{
+	struct runner_chan *c = ud;
+
+	/* EOF on its channel: the runner kills what is in flight and exits */
+	shutdown(c->fd, SHUT_RDWR);
+	shutdown(c->x->fd, SHUT_RDWR);
+}
+
+static void runner_chan_free(void *ud)
+{
+	struct runner_chan *c = ud;
+
+	close(c->fd);
+	runner_sock_free(c->x);
+	free(c);
+}
+
 /* ---- putting it into the container and starting it ------------------------------------- */
 
 /* Is path there already?  (Same name, same build: the name holds the id.) */
@@ -276,12 +366,58 @@ static void runner_log_cb(void *ud, enum rn_log_level level, const char *msg)
 		  "%s", msg);
 }
 
-/* Starts `path --stdio` with attached stdin/stdout and greets it. */
+/* A fresh one-time token, as hex, and its line for the exec's stdin. */
+static int runner_token(char *hex, size_t size)
+{
+	unsigned char rnd[DOCKER_CHAN_TOKEN_BYTES];
+
+	if (size < 2 * sizeof(rnd) + 1 || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -1;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	return 0;
+}
+
+/* The transport for the runner just started: on the channel when it came
+ * there with the token (lfd >= 0), else the exec stream. */
+static int runner_transport(struct docker_ctx *ctx, struct docker_machine *dm,
+			    struct runner_sock *s, int lfd, const char *token,
+			    struct rn_transport *t)
+{
+	char line[2 * DOCKER_CHAN_TOKEN_BYTES + 2];
+	struct runner_chan *c;
+	int cfd = -1;
+
+	if (lfd >= 0) {
+		snprintf(line, sizeof(line), "%s\n", token);
+		if (rn_send_all(s->fd, line, strlen(line)) == 0)
+			cfd = docker_chan_accept(lfd, s->fd, token);
+		docker_chan_unlisten(ctx, dm->chan, lfd);
+		explicit_bzero(line, sizeof(line));
+	}
+	if (cfd >= 0 && (c = calloc(1, sizeof(*c)))) { /* freed by runner_chan_free() */
+		c->x = s;
+		c->fd = cfd;
+		*t = (struct rn_transport){ .read = runner_chan_read, .write = runner_chan_write,
+					    .shutdown = runner_chan_shutdown,
+					    .free = runner_chan_free, .ud = c };
+		return 1;
+	}
+	if (cfd >= 0)
+		close(cfd);
+	*t = (struct rn_transport){ .read = runner_sock_read, .write = runner_sock_write,
+				    .shutdown = runner_sock_shutdown,
+				    .free = runner_sock_free, .ud = s };
+	return 0;
+}
+
+/* Starts `path --stdio` with attached stdin/stdout (and `--dial` when the
+ * machine has a channel) and greets it. */
 static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 			 const char *cid, const char *path, const char *arg,
 			 struct rn_conn **out, char *why, size_t size, struct sg_err *err)
 {
-	const char *argv[] = { path, arg, NULL };
+	const char *argv[] = { path, arg, "--dial", DOCKER_CHAN_PATH, NULL };
 	struct docker_run r = { .argv = argv, .cwd = "/", .attach_stdin = true,
 				.persistent = dm->persistent };
 	json_t *start = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
@@ -291,12 +427,16 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 				  .hello_timeout_ms = RUNNER_HELLO_MS,
 				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
 	struct runner_sock *s;
-	char name[DOCKER_ID_MAX + 16], url[128];
+	char name[DOCKER_ID_MAX + 16], url[128], token[2 * DOCKER_CHAN_TOKEN_BYTES + 1];
 	long status;
-	int fd = -1, rc = -1;
+	int fd = -1, rc = -1, lfd = -1, direct;
 
 	if (!start)
 		return snprintf(why, size, "out of memory"), -1;
+	if (dm->chan[0] && runner_token(token, sizeof(token)) == 0)
+		lfd = docker_chan_listen(ctx, dm->chan);
+	if (lfd < 0)
+		argv[2] = NULL; /* on the exec stream */
 	if (docker_exec_create(ctx, cid, &r, dm->reid, sizeof(dm->reid), err) < 0) {
 		snprintf(why, size, "%.200s", err->msg);
 		goto out;
@@ -313,15 +453,22 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 		close(fd);
 		goto out;
 	}
-	t = (struct rn_transport){ .read = runner_sock_read, .write = runner_sock_write,
-				   .shutdown = runner_sock_shutdown,
-				   .free = runner_sock_free, .ud = s };
+	/* early bytes already came on the exec stream: the runner is there */
+	direct = runner_transport(ctx, dm, s, early.len ? -1 : lfd, token, &t);
+	if (early.len)
+		docker_chan_unlisten(ctx, dm->chan, lfd);
+	lfd = -1;
+	ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner in %.12s: %s", cid, direct ?
+		       "on its channel" : "on the exec stream");
 	snprintf(name, sizeof(name), "container %s", cid);
 	o.name = name;
 	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
 	if (rc == -2)
 		ctx->host->errf(err, SG_E_TIMEOUT, "%s", why);
 out:
+	if (lfd >= 0)
+		docker_chan_unlisten(ctx, dm->chan, lfd);
+	explicit_bzero(token, sizeof(token));
 	ctx->host->buf_release(&early);
 	json_decref(start);
 	return rc;

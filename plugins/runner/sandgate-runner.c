@@ -15,8 +15,15 @@
  * It also keeps the code kernels of run_code (kernel.c) and does file
  * operations where its commands run (files.c).
  *
- * Usage: sandgate-runner [--stdio] | --version
+ * Usage: sandgate-runner [--stdio] [--dial PATH] | --version
  * (--fault is a hidden test switch: see enum rn_fault in runner.h.)
+ *
+ * --dial PATH: the first line on stdin is a token; the runner connects to
+ * the Unix socket PATH, sends the token line and then speaks the protocol
+ * on that socket instead of stdin/stdout (docker.so's direct channel: a
+ * socket sandgate listens on, bind-mounted read-only into the container,
+ * which skips the engine's relay).  When it cannot, it says why on stderr
+ * and speaks on stdin/stdout as without it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -32,14 +39,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RUNNER_POLL_MAX 1024 /* fds watched at once; more wait a round */
+#define DIAL_TOKEN_MAX  128  /* the token line, newline included */
+#define DIAL_WAIT_MS    5000 /* for the token line on stdin */
 
 const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES,
 						RN_CAP_REALPATH, RN_CAP_SWEEP, NULL };
@@ -366,9 +378,65 @@ static void runner_end(struct runner *r)
 	file_stop_all(r);
 }
 
+/* The token line from stdin, read a byte at a time so that nothing after
+ * it is taken from the stream (it stays the protocol's when dialing
+ * fails).  Returns its length with the newline, or -1. */
+static ssize_t dial_token(char *tok, size_t size)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	int64_t end = rn_now_ms() + DIAL_WAIT_MS;
+	size_t n = 0;
+
+	while (n + 1 < size) {
+		int64_t left = end - rn_now_ms();
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -1;
+		r = read(0, tok + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (tok[n++] == '\n')
+			return (ssize_t)n;
+	}
+	return -1;
+}
+
+/* --dial: the protocol moves to a socket at path.  On any failure the
+ * runner stays on stdin/stdout, and sandgate reads its HELLO there. */
+static void dial(struct runner *r, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char tok[DIAL_TOKEN_MAX];
+	ssize_t n = dial_token(tok, sizeof(tok));
+	int fd;
+
+	if (n < 0) {
+		fprintf(stderr, "sandgate-runner: no token line on stdin: on stdio\n");
+		return;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "sandgate-runner: socket path too long: on stdio\n");
+		return;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* CLOEXEC: a command must never hold the channel to sandgate */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write_all(fd, &(struct iovec){ tok, (size_t)n }, 1) < 0) {
+		fprintf(stderr, "sandgate-runner: %s: %s: on stdio\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	r->in_fd = r->out_fd = fd;
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: sandgate-runner [--stdio] | --version\n"
+	fprintf(stderr, "usage: sandgate-runner [--stdio] [--dial PATH] | --version\n"
 		"Runs sandgate's commands in a sandbox; spoken to over stdin/stdout "
 		"(doc/runner-protocol.md).\n");
 	return 2;
@@ -378,12 +446,15 @@ int main(int argc, char **argv)
 {
 	static struct pollfd pfd[RUNNER_POLL_MAX];
 	struct runner r = { .in_fd = 0, .out_fd = 1, .sig_fd = -1 };
+	const char *dial_path = NULL;
 	bool version = false;
 
 	close_inherited();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--version") == 0)
 			version = true;
+		else if (strcmp(argv[i], "--dial") == 0 && i + 1 < argc)
+			dial_path = argv[++i];
 		else if (strcmp(argv[i], "--fault") == 0)
 			r.faults = true;
 		else if (strcmp(argv[i], "--stdio") != 0)
@@ -401,6 +472,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandgate-runner: setup failed: %s\n", strerror(errno));
 		return 1;
 	}
+	if (dial_path)
+		dial(&r, dial_path);
 	rn_reader_init(&r.rd, RN_MAX_PAYLOAD);
 	kernel_init(&r);
 	send_hello(&r);

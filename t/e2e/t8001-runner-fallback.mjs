@@ -45,7 +45,7 @@ t.run(async () => {
   const a = await sdkClient([], { SANDGATE_DOCKER_RUNNER: 'true' });
   const sa = await representative(a, 'runner');
   const ca = await containerOf(sa);
-  t.ok((await psArgs(ca.id)).some((p) => /\.sandgate-runner-[0-9a-f]{16} --stdio$/.test(p)),
+  t.ok((await psArgs(ca.id)).some((p) => /\.sandgate-runner-[0-9a-f]{16} --stdio( --dial \/run\/sandgate\/runner\.sock)?$/.test(p)),
     'runner: one sandgate-runner runs in the container');
   t.like(logOf(a), /runner \/tmp\/\.sandgate-runner-[0-9a-f]{16} in container/, 'runner: the log says where it started');
   await a.tool('kill_sandbox', {});

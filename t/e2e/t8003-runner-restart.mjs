@@ -9,7 +9,7 @@ import { t, preflight, sdkClient, containerOf, psArgs, docker, waitFor, sleep } 
 // The runner is what this test is about: on even in `make check-fallback`.
 const RUNNER_ON = { SANDGATE_DOCKER_RUNNER: 'true' };
 
-const isRunner = (p) => /\.sandgate-runner-[0-9a-f]{16} --stdio$/.test(p);
+const isRunner = (p) => /\.sandgate-runner-[0-9a-f]{16} --stdio( --dial \/run\/sandgate\/runner\.sock)?$/.test(p);
 const restarts = (srv) => fs.readFileSync(srv.stderrPath, 'utf8').split('\n')
   .filter((l) => /runner in container [0-9a-f]{64} ended \(.*\): starting a new one/.test(l));
 

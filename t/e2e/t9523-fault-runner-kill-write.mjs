@@ -37,7 +37,7 @@ function procs() {
   return out;
 }
 
-const isRunner = (a) => /^\S*sandgate-runner(-[0-9a-f]{16})? --stdio$/.test(a); // not bwrap, whose arguments end so
+const isRunner = (a) => /^\S*sandgate-runner(-[0-9a-f]{16})? --stdio( --dial \/run\/sandgate\/runner\.sock)?$/.test(a); // not bwrap, whose arguments end so
 
 /** Host pids of the live runners that belong to `mine(pid, table)`. */
 function runners(mine) {

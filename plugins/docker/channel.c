@@ -1,0 +1,351 @@
+/*
+ * The runner's direct channel: a Unix socket instead of the engine's relay.
+ *
+ * Through `docker exec`, each runner frame crosses dockerd and the
+ * container's shim both ways: a millisecond or more a round trip, and 64
+ * MiB at the relay's pace.  When the engine runs on this host and sees our
+ * files (a local daemon, rootful or rootless), a sandbox is made with one
+ * extra read-only bind: a directory of its own, <state>/runner-chan/NAME,
+ * at /run/sandgate in the container.  Before it starts a runner, sandgate
+ * listens on NAME/runner.sock; the runner, started with `--dial
+ * /run/sandgate/runner.sock`, takes a one-time token from its exec's stdin,
+ * connects and sends it; sandgate accepts only that token (constant time),
+ * then stops listening.  The exec stays attached for the runner's stderr.
+ *
+ * Why it is safe:
+ *   - sandgate listens; it never connects to a path in a sandbox's reach,
+ *     so nothing there can point it at another socket;
+ *   - the directory is read-only inside and no other container binds it,
+ *     so no sandbox can put a socket of its own in a runner's way;
+ *   - the root is 0700: no other user of the host reaches the sockets;
+ *   - a process in the sandbox that connects first has no token (it only
+ *     crossed the exec's stdin) and is dropped; the socket is CLOEXEC in
+ *     the runner, so no command inherits it.
+ * Where any of that cannot be had (a remote engine, a daemon that sees
+ * other files, [docker] runner_channel = false, a container made before),
+ * the runner speaks over the exec as before, and so does a runner that
+ * cannot dial.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "plugins/docker/docker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CHAN_SOCK     "runner.sock"
+#define CHAN_WAIT_MS  15000 /* for the runner's connection, as for its HELLO */
+#define CHAN_TOKEN_MS 2000  /* for a connection's token line */
+#define CHAN_PEND_MAX 8     /* connections waiting for their token line */
+
+/* Does the engine see dir as we do?  Its pid from the socket's peer
+ * credentials, then dir in its root (/proc/PID/root) against ours: false
+ * when it cannot tell (a daemon we may not look into, tcp://, ssh://). */
+static bool chan_engine_sees(struct docker_ctx *ctx, const char *dir)
+{
+	const char *sock = docker_engine_socket(ctx->engine);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char there[DOCKER_PATH_MAX + 32];
+	struct stat a, b;
+	int fd;
+	bool same = false;
+
+	if (!sock || sock[0] != '/' || strlen(sock) >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0) {
+		snprintf(there, sizeof(there), "/proc/%ld/root%s", (long)cr.pid, dir);
+		same = stat(there, &a) == 0 && stat(dir, &b) == 0 &&
+		       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	}
+	close(fd);
+	return same;
+}
+
+/* The root, 0700 and ours; a link or another's directory is refused. */
+static int chan_root_make(const char *root, char *why, size_t size)
+{
+	struct stat st;
+
+	if (mkdir(root, 0700) < 0 && errno != EEXIST)
+		return snprintf(why, size, "mkdir %s: %s", root, strerror(errno)), -1;
+	if (lstat(root, &st) < 0)
+		return snprintf(why, size, "%s: %s", root, strerror(errno)), -1;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return snprintf(why, size, "%s is not a directory of ours with mode 0700", root),
+		       -1;
+	return 0;
+}
+
+static void chan_decide(struct docker_ctx *ctx)
+{
+	const char *v = ctx->host->config_get("docker", "runner_channel");
+	const char *state = ctx->host->state_dir();
+	bool force = v && !strcmp(v, "true");
+	char why[DOCKER_PATH_MAX + 96] = "";
+
+	if (!ctx->runner_on || (v && !strcmp(v, "false"))) {
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s)",
+			       ctx->runner_on ? "[docker] runner_channel" : "[docker] runner");
+		return;
+	}
+	if (!state || !*state ||
+	    snprintf(ctx->chan_root, sizeof(ctx->chan_root), "%s/runner-chan", state) >=
+		    (int)sizeof(ctx->chan_root)) {
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (no state "
+			       "directory, or its path is too long)");
+		ctx->chan_root[0] = '\0';
+		return;
+	}
+	if (chan_root_make(ctx->chan_root, why, sizeof(why)) < 0 ||
+	    (!force && !chan_engine_sees(ctx, ctx->chan_root))) {
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s): "
+			       "runners speak through the engine", why[0] ? why :
+			       "the engine does not see our files, or we may not look");
+		ctx->chan_root[0] = '\0';
+		return;
+	}
+	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: on, %s", ctx->chan_root);
+}
+
+bool docker_chan_on(struct docker_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->chan_lock);
+	if (!ctx->chan_decided) {
+		ctx->chan_decided = true;
+		chan_decide(ctx);
+	}
+	pthread_mutex_unlock(&ctx->chan_lock);
+	return ctx->chan_root[0] != '\0';
+}
+
+bool docker_chan_name_ok(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && name[i]; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	return i == DOCKER_CHAN_NAME_LEN;
+}
+
+int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t size)
+{
+	unsigned char rnd[DOCKER_CHAN_NAME_LEN / 2];
+	char dir[DOCKER_PATH_MAX + 64], bind[DOCKER_PATH_MAX + 96];
+	json_t *hc = json_object_get(body, "HostConfig"), *binds;
+
+	name[0] = '\0';
+	if (size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx))
+		return 0;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return 0;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(name + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
+	/* 0711: the runner, whatever its uid in the container, reaches the
+	 * socket by name and cannot list or change the directory */
+	if (mkdir(dir, 0711) < 0 || chmod(dir, 0711) < 0) {
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner channel %s: %s", dir,
+			       strerror(errno));
+		rmdir(dir);
+		name[0] = '\0';
+		return 0;
+	}
+	snprintf(bind, sizeof(bind), "%s:" DOCKER_CHAN_DIR ":ro", dir);
+	binds = json_object_get(hc, "Binds");
+	if (!binds) {
+		binds = json_array();
+		json_object_set_new(hc, "Binds", binds);
+	}
+	if (!hc || json_array_append_new(binds, json_string(bind)) < 0 ||
+	    json_object_set_new(json_object_get(body, "Labels"), DOCKER_LABEL_CHAN,
+				json_string(name)) < 0) {
+		docker_chan_remove(ctx, name);
+		name[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+void docker_chan_remove(struct docker_ctx *ctx, const char *name)
+{
+	char dir[DOCKER_PATH_MAX + 64];
+
+	docker_chan_unlisten(ctx, name, -1);
+	if (!ctx->chan_root[0] || !docker_chan_name_ok(name))
+		return;
+	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
+	if (rmdir(dir) < 0 && errno != ENOENT)
+		ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner channel %s: %s", dir,
+			       strerror(errno));
+}
+
+/* The channel directory, opened without following a link: the socket is
+ * bound through /proc/self/fd/N, so a long state path never meets
+ * sun_path's 108 bytes. */
+static int chan_dir_open(struct docker_ctx *ctx, const char *name)
+{
+	char dir[DOCKER_PATH_MAX + 64];
+
+	if (!docker_chan_on(ctx) || !docker_chan_name_ok(name))
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
+	return open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int docker_chan_listen(struct docker_ctx *ctx, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int dfd = chan_dir_open(ctx, name), fd = -1;
+
+	if (dfd < 0)
+		return -1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" CHAN_SOCK, dfd);
+	unlinkat(dfd, CHAN_SOCK, 0); /* the last runner's */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* 0666 on the socket: its directory's 0711 and the root's 0700 keep
+	 * the host's other users out; inside, the token decides */
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    fchmodat(dfd, CHAN_SOCK, 0666, 0) < 0 || listen(fd, 4) < 0) {
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner channel %s/%s: %s",
+			       ctx->chan_root, name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlinkat(dfd, CHAN_SOCK, 0);
+		fd = -1;
+	}
+	close(dfd);
+	return fd;
+}
+
+void docker_chan_unlisten(struct docker_ctx *ctx, const char *name, int fd)
+{
+	int dfd = chan_dir_open(ctx, name);
+
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0) {
+		unlinkat(dfd, CHAN_SOCK, 0);
+		close(dfd);
+	}
+}
+
+/* Compares the whole token line in constant time. */
+static bool chan_token_ok(const char *got, size_t n, const char *want)
+{
+	size_t len = strlen(want);
+	unsigned char d = n != len;
+
+	for (size_t i = 0; i < len; i++)
+		d |= (unsigned char)(want[i] ^ (i < n ? got[i] : 0));
+	return d == 0;
+}
+
+/* A connection on the channel that has not shown its token yet. */
+struct chan_pend {
+	int fd;
+	size_t n;
+	long long until;                       /* docker_now_ms() */
+	char line[2 * DOCKER_CHAN_TOKEN_BYTES + 1]; /* the token and its newline */
+};
+
+/* Reads what pend has sent, never past its token line (the HELLO behind it
+ * stays for the transport).  1: it is the token; 0: not yet; -1: drop it. */
+static int chan_pend_read(struct chan_pend *pd, const char *token)
+{
+	size_t len = strlen(token) + 1;
+	ssize_t r = read(pd->fd, pd->line + pd->n, len - pd->n);
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0)
+		return -1;
+	pd->n += (size_t)r;
+	if (pd->n < len)
+		return 0;
+	return pd->line[len - 1] == '\n' && chan_token_ok(pd->line, len - 1, token) ? 1 : -1;
+}
+
+static void chan_pend_drop(struct chan_pend *pend, size_t *k, size_t i)
+{
+	close(pend[i].fd);
+	pend[i] = pend[--*k];
+}
+
+/* Up to CHAN_PEND_MAX connections wait for their token line at once, each
+ * CHAN_TOKEN_MS at most: one that says nothing, or a wrong token, cannot
+ * keep the runner out. */
+int docker_chan_accept(int lfd, int xfd, const char *token)
+{
+	long long end = docker_now_ms() + CHAN_WAIT_MS;
+	struct chan_pend pend[CHAN_PEND_MAX];
+	struct pollfd p[2 + CHAN_PEND_MAX];
+	size_t k = 0;
+	int won = -1;
+
+	while (won < 0) {
+		long long now = docker_now_ms(), wait = end - now;
+
+		for (size_t i = 0; i < k; i++) {
+			if (pend[i].until <= now) {
+				chan_pend_drop(pend, &k, i--);
+				continue;
+			}
+			if (pend[i].until - now < wait)
+				wait = pend[i].until - now;
+		}
+		if (now >= end)
+			break;
+		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = xfd, .events = POLLIN };
+		for (size_t i = 0; i < k; i++)
+			p[2 + i] = (struct pollfd){ .fd = pend[i].fd, .events = POLLIN };
+		if (poll(p, 2 + k, (int)wait) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		for (size_t i = k; i-- > 0;) {
+			int r = p[2 + i].revents ? chan_pend_read(&pend[i], token) : 0;
+
+			if (r > 0) {
+				won = pend[i].fd;
+				pend[i] = pend[--k];
+				break;
+			}
+			if (r < 0)
+				chan_pend_drop(pend, &k, i);
+		}
+		if (won < 0 && p[0].revents) {
+			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (cfd >= 0 && k == CHAN_PEND_MAX)
+				chan_pend_drop(pend, &k, 0); /* the oldest waits no more */
+			if (cfd >= 0)
+				pend[k++] = (struct chan_pend){ .fd = cfd,
+					.until = docker_now_ms() + CHAN_TOKEN_MS };
+		}
+	}
+	while (k)
+		chan_pend_drop(pend, &k, 0);
+	if (won >= 0)
+		fcntl(won, F_SETFL, fcntl(won, F_GETFL) & ~O_NONBLOCK);
+	return won;
+}

@@ -1,0 +1,113 @@
+// The runner's direct channel on a local engine (plugins/docker/channel.c):
+// the runner speaks on a socket sandgate listens on, bind-mounted read-only
+// into its own sandbox, instead of through the engine's relay.  A process in
+// the sandbox that connects first, with a wrong token, a fake HELLO or
+// nothing at all, is dropped and does not keep the runner out; the channel's
+// directory goes with its sandbox; with [docker] runner_channel = false the
+// runner speaks through the engine and the sandbox has no such mount.
+import fs from 'node:fs';
+import path from 'node:path';
+import { t, preflight, sdkClient, containerOf, psArgs, docker, tmpdir, waitFor, sleep } from '../lib/sg.mjs';
+
+// The runner is what this test is about: on even in `make check-fallback`.
+const RUNNER_ON = { SANDGATE_DOCKER_RUNNER: 'true' };
+const DEBUG = ['--set', 'log.level=debug'];
+const isRunner = (p) => /\.sandgate-runner-[0-9a-f]{16} --stdio/.test(p);
+const DIALS = / --stdio --dial \/run\/sandgate\/runner\.sock$/;
+const logLines = (srv, re) => fs.readFileSync(srv.stderrPath, 'utf8').split('\n').filter((l) => re.test(l));
+const ON_CHANNEL = /\[docker\] runner in [0-9a-f]{12}: on its channel$/;
+const ON_EXEC = /\[docker\] runner in [0-9a-f]{12}: on the exec stream$/;
+const chanRoot = () => path.join(tmpdir(), 'state', 'sandgate', 'runner-chan');
+
+// Connects as fast as it can while sandgate listens: every third connection
+// sends a wrong token and a fake HELLO, every third a wrong token only, and
+// the others say nothing and stay open (up to 16 held at once).
+const HOSTILE = `
+import socket, time
+n = 0; held = []
+open('/tmp/hostile.up', 'w').write('1')
+end = time.time() + 90
+while time.time() < end:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect('/run/sandgate/runner.sock')
+    except OSError:
+        time.sleep(0.001)
+        continue
+    n += 1
+    open('/tmp/hostile.n', 'w').write(str(n))
+    if n % 3 == 0:
+        s.sendall(b'0' * 64 + b'\\n' + bytes(16))
+    elif n % 3 == 1:
+        s.sendall(b'f' * 64 + b'\\n')
+    held.append(s)
+    if len(held) > 16:
+        held.pop(0).close()
+`;
+
+t.run(async () => {
+  await preflight();
+  const srv = await sdkClient(DEBUG, RUNNER_ON);
+  const one = await srv.tool('run_command', { command: 'echo one' });
+  t.is(one.stdout, 'one\n', 'a command runs');
+  const c = await containerOf(one.sandbox_id);
+  const runners = (await psArgs(c.id)).filter(isRunner);
+  t.is(runners.length, 1, 'one runner runs in the container');
+  t.like(runners[0] ?? '', DIALS, 'started to dial the channel', { runners });
+  await sleep(200);
+  t.is(logLines(srv, ON_CHANNEL).length, 1, 'and it speaks on its channel (the log says so)');
+
+  // inside: read-only, and no socket once the runner is on it
+  const ro = await srv.tool('run_command', {
+    command: 'touch /run/sandgate/x 2>&1; echo "entries $(ls -A /run/sandgate | wc -l)"',
+    sandbox_id: one.sandbox_id,
+  });
+  t.like(ro.stdout, /Read-only file system/, 'the channel directory is read-only in the sandbox', { out: ro.stdout });
+  t.like(ro.stdout, /entries 0\n$/, 'and holds no socket once the runner is connected');
+
+  // on the host: one directory of the sandbox's own, 0711, under a 0700 root
+  const root = chanRoot();
+  t.is((fs.statSync(root).mode & 0o777).toString(8), '700', 'the channels\' root is 0700');
+  const dirs = fs.readdirSync(root);
+  t.is(dirs.length, 1, 'one channel directory: the sandbox\'s', { dirs });
+  t.like(dirs[0] ?? '', /^[0-9a-f]{32}$/, 'named by 32 random hex digits');
+  t.is(c.labels['org.sandgate.runner_chan'], dirs[0], 'the container\'s label names it');
+  t.is((fs.statSync(path.join(root, dirs[0])).mode & 0o777).toString(8), '711', 'the directory is 0711');
+
+  // a hostile process in the sandbox connects first while a new runner starts
+  await docker(['exec', '-d', c.id, 'python3', '-c', HOSTILE]);
+  const up = await waitFor(async () => (await docker(['exec', c.id, 'cat', '/tmp/hostile.up']).catch(() => '')) === '1', 20000);
+  t.ok(up, 'the hostile connector runs in the sandbox');
+  for (let i = 1; i <= 3; i++) {
+    await docker(['exec', c.id, 'pkill', '-KILL', '-f', 'sandgate-runner']);
+    await waitFor(async () => !(await psArgs(c.id)).some(isRunner), 5000);
+    const r = await srv.tool('run_command', { command: `echo again${i}`, sandbox_id: one.sandbox_id });
+    t.is(r.stdout, `again${i}\n`, `restart ${i}: the next command runs`);
+  }
+  const n = Number(await docker(['exec', c.id, 'cat', '/tmp/hostile.n']).catch(() => '0'));
+  t.ok(n >= 3, 'the hostile process did connect to the channel while sandgate listened', { n });
+  await sleep(200);
+  t.is(logLines(srv, ON_CHANNEL).length, 4, 'and every new runner still came on its channel', { exec: logLines(srv, ON_EXEC) });
+  t.is((await psArgs(c.id)).filter(isRunner).length, 1, 'one runner is left');
+  const files = await srv.tool('write_file', { path: '/workspace/ch.txt', content: 'through the channel', sandbox_id: one.sandbox_id });
+  t.ok(!files.isError, 'file tools work on it');
+  const back = await srv.tool('read_file', { path: '/workspace/ch.txt', sandbox_id: one.sandbox_id });
+  t.is(back.content, 'through the channel', 'and read back exactly');
+
+  // the directory goes with the sandbox
+  await srv.tool('kill_sandbox', { sandbox_id: one.sandbox_id });
+  t.deepEqual(fs.readdirSync(root), [], 'kill_sandbox removes the channel directory');
+  await srv.close();
+
+  // runner_channel = false: through the engine, no mount
+  const off = await sdkClient([...DEBUG, '--set', 'docker.runner_channel=false'], RUNNER_ON);
+  const o = await off.tool('run_command', { command: 'test -e /run/sandgate && echo there || echo absent' });
+  t.is(o.stdout, 'absent\n', 'runner_channel = false: the sandbox has no channel mount');
+  const oc = await containerOf(o.sandbox_id);
+  const orun = (await psArgs(oc.id)).filter(isRunner);
+  t.ok(orun.length === 1 && !DIALS.test(orun[0]), 'its runner does not dial', { orun });
+  await sleep(200);
+  t.is(logLines(off, ON_EXEC).length, 1, 'it speaks through the engine');
+  t.is(oc.labels['org.sandgate.runner_chan'], undefined, 'and the container has no channel label');
+  await off.close();
+}, { timeout: 180 });

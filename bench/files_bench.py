@@ -9,7 +9,10 @@ Small file (1 KiB), p50/p99 in ms, interleaved one of each per round
            sandbox_file_patch (a one-line unified diff on a 1 KiB file of 16
            lines, alternately applied and undone, so every round patches the
            same text), list_files
-  Docker   runner   through `sandgate stdio` (the default: sandgate-runner)
+  Docker   runner   through `sandgate stdio` (the default: sandgate-runner,
+                    on its channel where the engine is local: doc/docker.md)
+           relay    the same with --set docker.runner_channel=false (the
+                    runner's frames through the engine's exec relay)
            archive  the same with SANDGATE_DOCKER_RUNNER=false (Engine API
                     archive endpoints plus helper execs)
            floor    `docker exec CTR cat FILE` and
@@ -31,8 +34,8 @@ Small file (1 KiB), p50/p99 in ms, interleaved one of each per round
 After the rounds each sandgate path's a.txt must hold the 1 KiB written and
 its patched file the text the patches left (checked once).
 Large file (--big MiB, default 16; Docker), a few rounds: write_file and
-read_file (base64) through the runner next to `docker exec -i CTR cat`
-piping the same bytes in and out.  Each request is made before its clock
+read_file (base64) through the runner (on its channel, and through the
+relay) next to `docker exec -i CTR cat` piping the same bytes in and out.  Each request is made before its clock
 starts (as the pipe's input is).  sandgate's replies and the pipe's output
 are read by the same client reader (benchlib.Reader: 1 MiB reads into one
 kept buffer); the read is timed to the reply's first byte (the file read
@@ -79,11 +82,16 @@ def timed(fn):
 def interleaved(rows, n):
     """rows: {row: {column: fn}}.  Calls every fn once per round, row by row
     (so drift hits every column alike), for WARMUP + n rounds; returns
-    {row: {column: summary of the n counted rounds}}."""
+    {row: {column: summary of the n counted rounds}}.  The columns' order
+    turns by one each round: the engine keeps working for a while after a
+    docker CLI or archive call returns, and whichever column came next would
+    always pay for it."""
     ms = {r: {c: [] for c in cols} for r, cols in rows.items()}
     for i in range(n + WARMUP):
         for r, cols in rows.items():
-            for c, fn in cols.items():
+            order = list(cols.items())
+            k = i % len(order)
+            for c, fn in order[k:] + order[:k]:
                 t = timed(fn)
                 if i >= WARMUP:
                     ms[r][c].append(t)
@@ -189,9 +197,10 @@ def pipe_read(argv):
     return memoryview(PIPE_READER.buf)[:n]
 
 
-def docker_small(fast, slow, n):
-    """The 1 KiB rows on Docker: runner, archive and the docker CLI floor
-    (on a file outside the workspace of the runner's container)."""
+def docker_small(fast, relay, slow, n):
+    """The 1 KiB rows on Docker: runner (on its channel), runner through
+    the engine's relay, archive and the docker CLI floor (on a file outside
+    the workspace of the runner's container)."""
     run(["docker", "exec", fast.id, "sh", "-c", "head -c 1024 /dev/zero > /tmp/f"])
     floor = {
         "read_file": lambda: run(["docker", "exec", fast.id, "cat", "/tmp/f"]),
@@ -199,7 +208,7 @@ def docker_small(fast, slow, n):
                                   KIB.encode()),
         "run_command true": lambda: run(["docker", "exec", fast.id, "true"]),
     }
-    return small_section({"runner": fast, "archive": slow}, floor, n)
+    return small_section({"runner": fast, "relay": relay, "archive": slow}, floor, n)
 
 
 def ssh_small(a, env):
@@ -278,14 +287,16 @@ def read_big(box, data):
     return (srv.t_first - t0) * 1000, (t1 - t0) * 1000, (t2 - t0) * 1000
 
 
-def docker_big(a, fast, cmd, env):
-    """The large rounds on Docker (and on the --before build); returns the
-    rows and the ratios to the pipe."""
+def docker_big(a, fast, relay, cmd, env):
+    """The large rounds on Docker: the runner on its channel, through the
+    engine's relay (relay), and on the --before build; returns the rows and
+    the ratios to the pipe."""
     data = os.urandom(a.big * 1024 * 1024)
     b64 = base64.b64encode(data).decode()
     rounds = {"write_file (runner)": [], "docker exec -i cat > f": [],
               "read_file (runner)": [], "read_file, to the reply's last byte": [],
-              "read_file, to the reply's first byte": [], "docker exec cat f": []}
+              "read_file, to the reply's first byte": [], "docker exec cat f": [],
+              "write_file (relay)": [], "read_file, to the reply's last byte (relay)": []}
     old = None
     if a.before:
         benv = dict(env, SANDGATE_PLUGIN_DIR=os.path.join(a.before, ".libs"),
@@ -302,6 +313,8 @@ def docker_big(a, fast, cmd, env):
                 rounds["write_file (before)"].append(ow)
                 rounds["read_file (before)"].append(orr)
                 rounds["read_file, to the reply's last byte (before)"].append(orb)
+        rw = write_big(relay, data, b64)
+        _, rrb, _ = read_big(relay, data)
         w = write_big(fast, data, b64)
         pw = timed(lambda: run(["docker", "exec", "-i", fast.id, "sh", "-c", "cat > /tmp/big"], data))
         rf, rb, r = read_big(fast, data)
@@ -310,6 +323,8 @@ def docker_big(a, fast, cmd, env):
         if out["o"] != data:
             raise RuntimeError("the pipe did not round-trip exactly")
         if i:
+            rounds["write_file (relay)"].append(rw)
+            rounds["read_file, to the reply's last byte (relay)"].append(rrb)
             rounds["write_file (runner)"].append(w)
             rounds["docker exec -i cat > f"].append(pw)
             rounds["read_file (runner)"].append(r)
@@ -345,6 +360,7 @@ def print_small(title, res, cols):
 def print_report(a, out):
     print(f"n = {a.n} per cell, {os.cpu_count()} CPUs, loadavg {' '.join(out['loadavg'])}\n")
     print_small("1 KiB, Docker", out["small_ms"], [("runner", "runner p50 / p99 ms"),
+                                                   ("relay", "runner via relay p50 / p99 ms"),
                                                    ("archive", "archive p50 / p99 ms"),
                                                    ("floor", "floor (docker exec) p50 ms")])
     if "ssh_small_ms" in out:
@@ -381,12 +397,14 @@ def main():
     cmd = [a.sandgate, "stdio", "--set", f"docker.file_cap={cap}",
            "--set", f"files.max_file_size={cap}"]
     fast = open_box(cmd, env)
+    relay = open_box(cmd + ["--set", "docker.runner_channel=false"], env)
     slow = open_box(cmd, dict(env, SANDGATE_DOCKER_RUNNER="false"))
     try:
-        out = {"n": a.n, "big_mib": a.big, "small_ms": docker_small(fast, slow, a.n)}
-        out["big_ms"] = docker_big(a, fast, cmd, env) if a.big else {}
+        out = {"n": a.n, "big_mib": a.big, "small_ms": docker_small(fast, relay, slow, a.n)}
+        out["big_ms"] = docker_big(a, fast, relay, cmd, env) if a.big else {}
     finally:
         close_box(fast)
+        close_box(relay)
         close_box(slow)
     targets = {"docker_small_p50_le_2ms": small_ok(out["small_ms"])}
     if a.ssh:

@@ -36,18 +36,23 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHAN_SOCK     "runner.sock"
 #define CHAN_WAIT_MS  15000 /* for the runner's connection, as for its HELLO */
 #define CHAN_TOKEN_MS 2000  /* for a connection's token line */
 #define CHAN_PEND_MAX 8     /* connections waiting for their token line */
+#define CHAN_STALE_S  600   /* a directory no container names, older than
+			       this, is a leftover (younger: a create may be
+			       on its way) */
 
 /* Does the engine see dir as we do?  Its pid from the socket's peer
  * credentials, then dir in its root (/proc/PID/root) against ours: false
@@ -94,6 +99,65 @@ static int chan_root_make(const char *root, char *why, size_t size)
 	return 0;
 }
 
+/* Whether a container on the engine names the channel name. */
+static bool chan_named(const json_t *list, const char *name)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(list, i, c) {
+		const char *v = json_string_value(json_object_get(json_object_get(c, "Labels"),
+								  DOCKER_LABEL_CHAN));
+
+		if (v && !strcmp(v, name))
+			return true;
+	}
+	return false;
+}
+
+/* Removes the directories of containers that are gone without sandgate
+ * (docker rm by hand, a sandgate killed before it removed one), once per
+ * process: one engine call. */
+static void chan_sweep(struct docker_ctx *ctx)
+{
+	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_CHAN "\"]}");
+	char path[256], sock[DOCKER_CHAN_NAME_LEN + sizeof("/" CHAN_SOCK)];
+	json_t *list = NULL;
+	struct sg_err err;
+	struct dirent *de;
+	struct stat st;
+	long status;
+	DIR *d;
+	int dfd;
+
+	if (!filter)
+		return;
+	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
+	free(filter);
+	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &list, &err) < 0 ||
+	    status != 200 || !json_is_array(list) || !(d = opendir(ctx->chan_root))) {
+		json_decref(list);
+		return;
+	}
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		if (!docker_chan_name_ok(de->d_name) || chan_named(list, de->d_name) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime < CHAN_STALE_S)
+			continue;
+		if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0) {
+			snprintf(sock, sizeof(sock), "%.32s/" CHAN_SOCK, de->d_name);
+			unlinkat(dfd, sock, 0);
+			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0)
+				continue;
+		}
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel %s: its container is "
+			       "gone, removed", de->d_name);
+	}
+	closedir(d);
+	json_decref(list);
+}
+
 static void chan_decide(struct docker_ctx *ctx)
 {
 	const char *v = ctx->host->config_get("docker", "runner_channel");
@@ -123,6 +187,7 @@ static void chan_decide(struct docker_ctx *ctx)
 		return;
 	}
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: on, %s", ctx->chan_root);
+	chan_sweep(ctx);
 }
 
 bool docker_chan_on(struct docker_ctx *ctx)

@@ -3,8 +3,9 @@
 // into its own sandbox, instead of through the engine's relay.  A process in
 // the sandbox that connects first, with a wrong token, a fake HELLO or
 // nothing at all, is dropped and does not keep the runner out; the channel's
-// directory goes with its sandbox; with [docker] runner_channel = false the
-// runner speaks through the engine and the sandbox has no such mount.
+// directory goes with its sandbox, and one whose container is gone without
+// sandgate is swept by the next server; with [docker] runner_channel = false
+// the runner speaks through the engine and the sandbox has no such mount.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t, preflight, sdkClient, containerOf, psArgs, docker, tmpdir, waitFor, sleep } from '../lib/sg.mjs';
@@ -47,8 +48,24 @@ while time.time() < end:
 
 t.run(async () => {
   await preflight();
+  // leftovers of containers removed behind sandgate's back: one old, one
+  // young (a create may be on its way: kept)
+  const root = chanRoot();
+  fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+  fs.chmodSync(root, 0o700);
+  const stale = path.join(root, 'a'.repeat(32)), young = path.join(root, 'b'.repeat(32));
+  for (const d of [stale, young]) {
+    fs.mkdirSync(d, { mode: 0o711 });
+    fs.writeFileSync(path.join(d, 'runner.sock'), '');
+  }
+  const hourAgo = new Date(Date.now() - 3600e3);
+  fs.utimesSync(stale, hourAgo, hourAgo);
+
   const srv = await sdkClient(DEBUG, RUNNER_ON);
   const one = await srv.tool('run_command', { command: 'echo one' });
+  t.ok(!fs.existsSync(stale), 'an old channel directory no container names is swept');
+  t.ok(fs.existsSync(young), 'a young one is kept');
+  fs.rmSync(young, { recursive: true });
   t.is(one.stdout, 'one\n', 'a command runs');
   const c = await containerOf(one.sandbox_id);
   const runners = (await psArgs(c.id)).filter(isRunner);
@@ -66,7 +83,6 @@ t.run(async () => {
   t.like(ro.stdout, /entries 0\n$/, 'and holds no socket once the runner is connected');
 
   // on the host: one directory of the sandbox's own, 0711, under a 0700 root
-  const root = chanRoot();
   t.is((fs.statSync(root).mode & 0o777).toString(8), '700', 'the channels\' root is 0700');
   const dirs = fs.readdirSync(root);
   t.is(dirs.length, 1, 'one channel directory: the sandbox\'s', { dirs });

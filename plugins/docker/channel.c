@@ -54,36 +54,6 @@
 			       this, is a leftover (younger: a create may be
 			       on its way) */
 
-/* Does the engine see dir as we do?  Its pid from the socket's peer
- * credentials, then dir in its root (/proc/PID/root) against ours: false
- * when it cannot tell (a daemon we may not look into, tcp://, ssh://). */
-static bool chan_engine_sees(struct docker_ctx *ctx, const char *dir)
-{
-	const char *sock = docker_engine_socket(ctx->engine);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	char there[DOCKER_PATH_MAX + 32];
-	struct stat a, b;
-	int fd;
-	bool same = false;
-
-	if (!sock || sock[0] != '/' || strlen(sock) >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0) {
-		snprintf(there, sizeof(there), "/proc/%ld/root%s", (long)cr.pid, dir);
-		same = stat(there, &a) == 0 && stat(dir, &b) == 0 &&
-		       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-	}
-	close(fd);
-	return same;
-}
-
 /* The root, 0700 and ours; a link or another's directory is refused. */
 static int chan_root_make(const char *root, char *why, size_t size)
 {
@@ -179,7 +149,7 @@ static void chan_decide(struct docker_ctx *ctx)
 		return;
 	}
 	if (chan_root_make(ctx->chan_root, why, sizeof(why)) < 0 ||
-	    (!force && !chan_engine_sees(ctx, ctx->chan_root))) {
+	    (!force && !docker_engine_sees_dir(ctx, ctx->chan_root))) {
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s): "
 			       "runners speak through the engine", why[0] ? why :
 			       "the engine does not see our files, or we may not look");

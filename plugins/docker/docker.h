@@ -515,6 +515,12 @@ int docker_wh_local_root(struct docker_ctx *ctx, struct sg_err *err);
  * see sandgate's view of it) or on this filesystem (0).  Decided at the
  * first call (one helper container looks for a marker file) and kept.  -1 with err when the engine cannot be asked. */
 int docker_wh_remote(struct docker_ctx *ctx, struct sg_err *err);
+/* Whether a unix:// engine on this kernel sees dir (absolute) as we do: the
+ * daemon's pid from the socket's peer credentials, then dir in its root
+ * (/proc/PID/root) against ours, by device and inode.  False when it cannot
+ * tell: another user's daemon we may not look into, a forwarded socket,
+ * tcp:// or ssh://.  One connect to the engine's socket; no request. */
+bool docker_engine_sees_dir(struct docker_ctx *ctx, const char *dir);
 /* Through a helper container: walks each work_home-relative path of rels[n]
  * one component at a time, creating missing ones when `create`; a link,
  * "." or ".." is refused (SG_E_PERM), a missing one is SG_E_NOTFOUND.

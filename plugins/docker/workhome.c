@@ -166,12 +166,7 @@ done:
 	return rc;
 }
 
-/* A unix:// engine on this kernel whose root we may look into: the
- * daemon's pid from the socket's peer credentials, then work_home in its
- * root (/proc/PID/root) against ours.  True when they are one directory,
- * with no helper; false when it cannot tell (another user's daemon, a
- * forwarded socket, tcp:// or ssh://). */
-static bool wh_same_dir(struct docker_ctx *ctx)
+bool docker_engine_sees_dir(struct docker_ctx *ctx, const char *dir)
 {
 	const char *sock = docker_engine_socket(ctx->engine);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -182,7 +177,7 @@ static bool wh_same_dir(struct docker_ctx *ctx)
 	int fd;
 	bool same = false;
 
-	if (sock[0] != '/' || strlen(sock) >= sizeof(sa.sun_path))
+	if (!sock || !dir || sock[0] != '/' || strlen(sock) >= sizeof(sa.sun_path))
 		return false;
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -190,8 +185,8 @@ static bool wh_same_dir(struct docker_ctx *ctx)
 		return false;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0) {
-		snprintf(there, sizeof(there), "/proc/%ld/root%s", (long)cr.pid, ctx->work_home);
-		same = stat(there, &a) == 0 && stat(ctx->work_home, &b) == 0 &&
+		snprintf(there, sizeof(there), "/proc/%ld/root%s", (long)cr.pid, dir);
+		same = stat(there, &a) == 0 && stat(dir, &b) == 0 &&
 		       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 	}
 	close(fd);
@@ -212,7 +207,7 @@ static int wh_probe(struct docker_ctx *ctx, struct sg_err *err)
 			       local.msg);
 		return 1;
 	}
-	if (wh_same_dir(ctx))
+	if (docker_engine_sees_dir(ctx, ctx->work_home))
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(name, sizeof(name), ".sandgate-seen-%ld-%ld", (long)getpid(), (long)ts.tv_nsec);

@@ -90,22 +90,14 @@ static bool chan_named(const json_t *list, const char *name)
  * process: one engine call. */
 static void chan_sweep(struct docker_ctx *ctx)
 {
-	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_CHAN "\"]}");
-	char path[256], sock[DOCKER_CHAN_NAME_LEN + sizeof("/" CHAN_SOCK)];
-	json_t *list = NULL;
-	struct sg_err err;
+	json_t *list = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_CHAN "\"]}", true, NULL);
+	char sock[DOCKER_CHAN_NAME_LEN + sizeof("/" CHAN_SOCK)];
 	struct dirent *de;
 	struct stat st;
-	long status;
 	DIR *d;
 	int dfd;
 
-	if (!filter)
-		return;
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
-	free(filter);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &list, &err) < 0 ||
-	    status != 200 || !json_is_array(list) || !(d = opendir(ctx->chan_root))) {
+	if (!list || !(d = opendir(ctx->chan_root))) {
 		json_decref(list);
 		return;
 	}

@@ -388,6 +388,13 @@ sg_machine_attach_fn docker_machine_attach;
 sg_machine_destroy_fn docker_machine_destroy;
 sg_machine_release_fn docker_machine_release;
 sg_machine_list_fn docker_machine_list;
+/* GET /containers/json?filters=FILTERS (the Engine API's JSON filter map,
+ * e.g. {"label":["k=v"]}), stopped containers too when all.  Returns the
+ * engine's array (the caller decrefs it), or NULL with err (may be NULL:
+ * not said) set: SG_E_NOMEM, the engine's transport errors, SG_E_BACKEND
+ * for an answer that is not 200 and an array. */
+json_t *docker_containers(struct docker_ctx *ctx, const char *filters, bool all,
+			  struct sg_err *err);
 sg_probe_fn docker_probe;
 
 /* ---- stream.c ---------------------------------------------------------------- */

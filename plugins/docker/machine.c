@@ -532,36 +532,48 @@ static json_t *docker_entry(const json_t *c)
 			 "lifetime", docker_label_int(labels, DOCKER_LABEL_LIFETIME));
 }
 
+json_t *docker_containers(struct docker_ctx *ctx, const char *filters, bool all,
+			  struct sg_err *err)
+{
+	char *f = docker_engine_escape(filters), *path;
+	json_t *reply = NULL;
+	struct sg_err ignore;
+	long status;
+
+	if (!err)
+		err = &ignore;
+	if (!f || asprintf(&path, "/containers/json?%sfilters=%s", all ? "all=1&" : "", f) < 0) {
+		free(f);
+		ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
+		return NULL;
+	}
+	free(f);
+	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, err) == 0 &&
+	    (status != 200 || !json_is_array(reply))) {
+		docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker ps", status, reply);
+		json_decref(reply);
+		reply = NULL;
+	}
+	free(path);
+	return reply;
+}
+
 /* Lists every container with the managed label, running or not. */
 int docker_machine_list(void *priv, struct sg_call *call, json_t **machines,
 			struct sg_err *err)
 {
 	struct docker_ctx *ctx = priv;
-	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_MANAGED "=1\"]}");
-	char path[256];
-	json_t *reply = NULL, *c;
-	long status;
+	json_t *reply, *c;
 	size_t i;
-	int rc = -1;
 
 	(void)call;
 	*machines = NULL;
-	if (!filter)
-		return ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
-	free(filter);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, err) < 0)
+	reply = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_MANAGED "=1\"]}", true, err);
+	if (!reply)
 		return -1;
-	if (status != 200 || !json_is_array(reply)) {
-		docker_engine_fail(ctx->engine, err, SG_E_BACKEND, "docker ps", status,
-				   reply);
-		goto out;
-	}
 	*machines = json_array();
 	json_array_foreach(reply, i, c)
 		json_array_append_new(*machines, docker_entry(c));
-	rc = 0;
-out:
 	json_decref(reply);
-	return rc;
+	return 0;
 }

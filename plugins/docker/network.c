@@ -66,20 +66,13 @@ out:
  * (they would not start without it). */
 static bool docker_network_labelled(struct docker_ctx *ctx, const char *net)
 {
-	char *f, path[1024], filter[512];
-	json_t *reply = NULL;
-	long status;
+	char filter[512];
+	json_t *reply;
 	bool used = true;
-	struct sg_err err;
 
 	snprintf(filter, sizeof(filter), "{\"label\":[\"%s=%s\"]}", DOCKER_LABEL_NETWORK, net);
-	f = docker_engine_escape(filter);
-	if (!f)
-		return true;
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", f);
-	free(f);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, &err) == 0 &&
-	    status == 200 && json_is_array(reply))
+	reply = docker_containers(ctx, filter, true, NULL);
+	if (reply)
 		used = json_array_size(reply) > 0;
 	json_decref(reply);
 	return used;

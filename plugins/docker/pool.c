@@ -224,21 +224,13 @@ fail:
  * never handed out (still named sandgate-pool-), so nobody else will. */
 static void pool_sweep(struct docker_ctx *ctx)
 {
-	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_POOL "\"]}");
-	char path[256];
-	json_t *reply = NULL, *c;
+	json_t *reply = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_POOL "\"]}", true,
+					  NULL), *c;
 	struct sg_err err;
-	long status;
 	size_t i;
 
-	if (!filter)
-		return;
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", filter);
-	free(filter);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, &err) < 0 ||
-	    status != 200 || !json_is_array(reply)) {
+	if (!reply) {
 		ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "pool: cannot list old pools");
-		json_decref(reply);
 		return;
 	}
 	json_array_foreach(reply, i, c) {
@@ -491,22 +483,13 @@ int docker_pool_take(struct docker_ctx *ctx, const char *tmpl, struct sg_call *c
  * sandgate (status runs in a process of its own); -1: no answer. */
 static long pool_members_now(struct docker_ctx *ctx)
 {
-	char *filter = docker_engine_escape("{\"label\":[\"" DOCKER_LABEL_POOL "\"]}");
-	char path[256];
-	json_t *reply = NULL, *c;
-	struct sg_err err;
-	long status, n = 0;
+	json_t *reply = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_POOL "\"]}", false,
+					  NULL), *c;
+	long n = 0;
 	size_t i;
 
-	if (!filter)
+	if (!reply)
 		return -1;
-	snprintf(path, sizeof(path), "/containers/json?filters=%s", filter);
-	free(filter);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, &err) < 0 ||
-	    status != 200 || !json_is_array(reply)) {
-		json_decref(reply);
-		return -1;
-	}
 	json_array_foreach(reply, i, c) {
 		const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 

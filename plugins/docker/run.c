@@ -179,10 +179,8 @@ out:
 /* The caller's labelled containers, stopped ones too: a new array. */
 static json_t *docker_ps_labelled(struct docker_ctx *ctx, const struct docker_scope *sc)
 {
-	char filter[DOCKER_PATH_MAX + 512], path[3 * sizeof(filter) + 64], *f, *lab;
-	json_t *reply = NULL, *wh;
-	struct sg_err err;
-	long status;
+	char filter[DOCKER_PATH_MAX + 512], *lab;
+	json_t *reply, *wh;
 
 	/* The work_home label goes through the JSON encoder: it is a path. */
 	wh = json_sprintf("%s=%s", DOCKER_LABEL_WORK_HOME, ctx->work_home ? ctx->work_home : "");
@@ -193,17 +191,8 @@ static json_t *docker_ps_labelled(struct docker_ctx *ctx, const struct docker_sc
 	snprintf(filter, sizeof(filter), "{\"label\":[\"%s=1\",\"%s=1\",\"%s=%s\",%s]}",
 		 DOCKER_LABEL_MANAGED, DOCKER_LABEL_PERSISTENT, DOCKER_LABEL_CREDENTIAL, sc->cred, lab);
 	free(lab);
-	f = docker_engine_escape(filter);
-	if (!f)
-		return json_array();
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", f);
-	free(f);
-	if (docker_engine_json(ctx->engine, "GET", path, NULL, &status, &reply, &err) < 0 ||
-	    status != 200 || !json_is_array(reply)) {
-		json_decref(reply);
-		return json_array();
-	}
-	return reply;
+	reply = docker_containers(ctx, filter, true, NULL);
+	return reply ? reply : json_array();
 }
 
 static bool docker_ps_recorded(const json_t *list, const char *id)

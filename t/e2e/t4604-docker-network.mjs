@@ -30,8 +30,13 @@ t.run(async () => {
   const sb = await srv.tool('create_sandbox', {});
   const sbNets = Object.keys((await container(sb.sandbox_id))?.NetworkSettings?.Networks ?? {});
   t.ok(!sbNets.includes(net), 'a create_sandbox sandbox is not on the machines\' network', sbNets);
-  t.deepEqual((await container(sb.sandbox_id))?.Mounts?.filter((m) => m.Type === 'bind') ?? [], [],
-    '... and has no host mount');
+  // the one bind is the runner's channel: its own directory, read-only
+  // (doc/docker.md, "The runner's channel"); none with the runner off
+  const binds = (await container(sb.sandbox_id))?.Mounts?.filter((m) => m.Type === 'bind') ?? [];
+  const runnerOff = process.env.SANDGATE_DOCKER_RUNNER === 'false';
+  t.deepEqual(binds.map((m) => [m.Destination, m.RW, /\/runner-chan\/[0-9a-f]{32}$/.test(m.Source)]),
+    runnerOff ? [] : [['/run/sandgate', false, true]],
+    `... and has no host mount${runnerOff ? '' : ' but its runner channel, read-only'}`);
   await srv.tool('kill_sandbox', { sandbox_id: sb.sandbox_id });
 
   await envFlat(srv, 'docker_remove', { machine: a });

@@ -39,6 +39,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -47,19 +48,48 @@
 #include <unistd.h>
 
 #define CHAN_SOCK     "runner.sock"
-#define CHAN_WAIT_MS  15000 /* for the runner's connection, as for its HELLO */
 #define CHAN_TOKEN_MS 2000  /* for a connection's token line */
 #define CHAN_PEND_MAX 8     /* connections waiting for their token line */
 #define CHAN_STALE_S  600   /* a directory no container names, older than
 			       this, is a leftover (younger: a create may be
 			       on its way) */
 
-/* The root, 0700 and ours; a link or another's directory is refused. */
-static int chan_root_make(const char *root, char *why, size_t size)
+/* Each directory above the root: ours or root's, not a link, and not
+ * writable by others unless sticky (/tmp): nobody else may rename the root
+ * away and put a directory of theirs in its place. */
+static int chan_above_safe(const char *root, char *why, size_t size)
+{
+	char p[DOCKER_PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(p, sizeof(p), "%s", root);
+	while ((slash = strrchr(p, '/'))) {
+		slash[slash == p] = '\0'; /* "/x" -> "/" */
+		if (lstat(p, &st) < 0)
+			return snprintf(why, size, "%s: %s", p, strerror(errno)), -1;
+		if (!S_ISDIR(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+			return snprintf(why, size, "%s is a link, another user's, or writable by "
+					"others", p), -1;
+		if (!strcmp(p, "/"))
+			break;
+	}
+	return 0;
+}
+
+/* The root: absolute, 0700 and ours, under directories only we (or root)
+ * may change (chan_above_safe); made when make.  A link or another's
+ * directory is refused. */
+static int chan_root_check(const char *root, bool make, char *why, size_t size)
 {
 	struct stat st;
 
-	if (mkdir(root, 0700) < 0 && errno != EEXIST)
+	if (root[0] != '/')
+		return snprintf(why, size, "the state directory %s is not absolute", root), -1;
+	if (chan_above_safe(root, why, size) < 0)
+		return -1;
+	if (make && mkdir(root, 0700) < 0 && errno != EEXIST)
 		return snprintf(why, size, "mkdir %s: %s", root, strerror(errno)), -1;
 	if (lstat(root, &st) < 0)
 		return snprintf(why, size, "%s: %s", root, strerror(errno)), -1;
@@ -120,47 +150,92 @@ static void chan_sweep(struct docker_ctx *ctx)
 	json_decref(list);
 }
 
+/* Called once, chan_lock held.  The root is known (chan_root) whenever it
+ * is there and safe, so that a process with the channel off still removes
+ * the directories of the containers it removes; chan_on says whether new
+ * sandboxes get one. */
 static void chan_decide(struct docker_ctx *ctx)
 {
 	const char *v = ctx->host->config_get("docker", "runner_channel");
 	const char *state = ctx->host->state_dir();
-	bool force = v && !strcmp(v, "true");
+	bool force = v && !strcmp(v, "true"), want;
 	char why[DOCKER_PATH_MAX + 96] = "";
 
-	if (!ctx->runner_on || (v && !strcmp(v, "false"))) {
+	want = ctx->runner_on && !(v && !strcmp(v, "false"));
+	if (!state || !*state ||
+	    snprintf(ctx->chan_root, sizeof(ctx->chan_root), "%s/runner-chan", state) >=
+		    (int)sizeof(ctx->chan_root) ||
+	    chan_root_check(ctx->chan_root, want, why, sizeof(why)) < 0) {
+		if (want)
+			ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s): "
+				       "runners speak through the engine",
+				       why[0] ? why : "no state directory, or its path is too long");
+		ctx->chan_root[0] = '\0';
+		return;
+	}
+	if (!want) {
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s)",
 			       ctx->runner_on ? "[docker] runner_channel" : "[docker] runner");
 		return;
 	}
-	if (!state || !*state ||
-	    snprintf(ctx->chan_root, sizeof(ctx->chan_root), "%s/runner-chan", state) >=
-		    (int)sizeof(ctx->chan_root)) {
-		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (no state "
-			       "directory, or its path is too long)");
-		ctx->chan_root[0] = '\0';
+	if (!force && !docker_engine_sees_dir(ctx, ctx->chan_root)) {
+		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (the engine does "
+			       "not see our files, or we may not look): runners speak through "
+			       "the engine");
 		return;
 	}
-	if (chan_root_make(ctx->chan_root, why, sizeof(why)) < 0 ||
-	    (!force && !docker_engine_sees_dir(ctx, ctx->chan_root))) {
-		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s): "
-			       "runners speak through the engine", why[0] ? why :
-			       "the engine does not see our files, or we may not look");
-		ctx->chan_root[0] = '\0';
-		return;
-	}
+	ctx->chan_on = true;
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: on, %s", ctx->chan_root);
 	chan_sweep(ctx);
 }
 
-bool docker_chan_on(struct docker_ctx *ctx)
+/* Decides once; returns with chan_lock held. */
+static void chan_lock_decided(struct docker_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->chan_lock);
 	if (!ctx->chan_decided) {
 		ctx->chan_decided = true;
 		chan_decide(ctx);
 	}
+}
+
+bool docker_chan_on(struct docker_ctx *ctx)
+{
+	bool on;
+
+	chan_lock_decided(ctx);
+	on = ctx->chan_on;
 	pthread_mutex_unlock(&ctx->chan_lock);
-	return ctx->chan_root[0] != '\0';
+	return on;
+}
+
+/* Whether the root is known (on or off): chan_root may be read after. */
+static bool chan_root_known(struct docker_ctx *ctx)
+{
+	bool known;
+
+	chan_lock_decided(ctx);
+	known = ctx->chan_root[0] != '\0';
+	pthread_mutex_unlock(&ctx->chan_lock);
+	return known;
+}
+
+void docker_chan_result(struct docker_ctx *ctx, bool reached, const char *cid)
+{
+	pthread_mutex_lock(&ctx->chan_lock);
+	if (reached) {
+		ctx->chan_worked = true;
+	} else if (ctx->chan_on && !ctx->chan_worked) {
+		/* The first runner could not reach its socket: the engine's
+		 * files are not ours after all (a socket forwarded from
+		 * another host passes the look).  Once one has, a failure is
+		 * that sandbox's own doing, and changes nothing for others. */
+		ctx->chan_on = false;
+		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner channel: the first runner "
+			       "(in %.12s) could not reach its socket, so the engine does not see "
+			       "our files: off for new sandboxes", cid);
+	}
+	pthread_mutex_unlock(&ctx->chan_lock);
 }
 
 bool docker_chan_name_ok(const char *name)
@@ -173,6 +248,26 @@ bool docker_chan_name_ok(const char *name)
 	return i == DOCKER_CHAN_NAME_LEN;
 }
 
+/* Whether the container could make its read-only bind writable (mount
+ * needs CAP_SYS_ADMIN): then the channel's directory would be its to fill
+ * with links, and it gets none. */
+static bool chan_can_remount(const json_t *hc)
+{
+	const json_t *c;
+	size_t i;
+
+	if (json_is_true(json_object_get(hc, "Privileged")))
+		return true;
+	json_array_foreach(json_object_get(hc, "CapAdd"), i, c) {
+		const char *s = json_string_value(c);
+
+		if (s && (!strcasecmp(s, "ALL") || !strcasecmp(s, "SYS_ADMIN") ||
+			  !strcasecmp(s, "CAP_SYS_ADMIN")))
+			return true;
+	}
+	return false;
+}
+
 int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t size)
 {
 	unsigned char rnd[DOCKER_CHAN_NAME_LEN / 2];
@@ -180,7 +275,7 @@ int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t siz
 	json_t *hc = json_object_get(body, "HostConfig"), *binds;
 
 	name[0] = '\0';
-	if (size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx))
+	if (size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx) || chan_can_remount(hc))
 		return 0;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return 0;
@@ -217,7 +312,7 @@ void docker_chan_remove(struct docker_ctx *ctx, const char *name)
 	char dir[DOCKER_PATH_MAX + 64];
 
 	docker_chan_unlisten(ctx, name, -1);
-	if (!ctx->chan_root[0] || !docker_chan_name_ok(name))
+	if (!chan_root_known(ctx) || !docker_chan_name_ok(name))
 		return;
 	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
 	if (rmdir(dir) < 0 && errno != ENOENT)
@@ -232,7 +327,7 @@ static int chan_dir_open(struct docker_ctx *ctx, const char *name)
 {
 	char dir[DOCKER_PATH_MAX + 64];
 
-	if (!docker_chan_on(ctx) || !docker_chan_name_ok(name))
+	if (!chan_root_known(ctx) || !docker_chan_name_ok(name))
 		return -1;
 	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
 	return open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -249,9 +344,11 @@ int docker_chan_listen(struct docker_ctx *ctx, const char *name)
 	unlinkat(dfd, CHAN_SOCK, 0); /* the last runner's */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	/* 0666 on the socket: its directory's 0711 and the root's 0700 keep
-	 * the host's other users out; inside, the token decides */
+	 * the host's other users out; inside, the token decides.  Never
+	 * through a link: what is there is whatever the container could put
+	 * there if it ever could write (bind itself does not follow one). */
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    fchmodat(dfd, CHAN_SOCK, 0666, 0) < 0 || listen(fd, 4) < 0) {
+	    fchmodat(dfd, CHAN_SOCK, 0666, AT_SYMLINK_NOFOLLOW) < 0 || listen(fd, 4) < 0) {
 		ctx->host->log(SG_LOG_WARNING, DOCKER_PLUGIN, "runner channel %s/%s: %s",
 			       ctx->chan_root, name, strerror(errno));
 		if (fd >= 0)
@@ -317,12 +414,23 @@ static void chan_pend_drop(struct chan_pend *pend, size_t *k, size_t i)
 	pend[i] = pend[--*k];
 }
 
-/* Up to CHAN_PEND_MAX connections wait for their token line at once, each
- * CHAN_TOKEN_MS at most: one that says nothing, or a wrong token, cannot
- * keep the runner out. */
-int docker_chan_accept(int lfd, int xfd, const char *token)
+/* Drops the entry that has waited longest (the smallest until). */
+static void chan_pend_drop_oldest(struct chan_pend *pend, size_t *k)
 {
-	long long end = docker_now_ms() + CHAN_WAIT_MS;
+	size_t old = 0;
+
+	for (size_t i = 1; i < *k; i++)
+		if (pend[i].until < pend[old].until)
+			old = i;
+	chan_pend_drop(pend, k, old);
+}
+
+/* Up to CHAN_PEND_MAX connections wait for their token line at once, each
+ * CHAN_TOKEN_MS at most, the one that has waited longest dropped for a new
+ * one: one that says nothing, or a wrong token, cannot keep the runner out. */
+int docker_chan_accept(int lfd, int xfd, const char *token, long long end,
+		       int (*xready)(void *ud), void *ud)
+{
 	struct chan_pend pend[CHAN_PEND_MAX];
 	struct pollfd p[2 + CHAN_PEND_MAX];
 	size_t k = 0;
@@ -347,7 +455,7 @@ int docker_chan_accept(int lfd, int xfd, const char *token)
 			p[2 + i] = (struct pollfd){ .fd = pend[i].fd, .events = POLLIN };
 		if (poll(p, 2 + k, (int)wait) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[1].revents && xready(ud) != 0)
 			break;
 		for (size_t i = k; i-- > 0;) {
 			int r = p[2 + i].revents ? chan_pend_read(&pend[i], token) : 0;
@@ -364,7 +472,7 @@ int docker_chan_accept(int lfd, int xfd, const char *token)
 			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 			if (cfd >= 0 && k == CHAN_PEND_MAX)
-				chan_pend_drop(pend, &k, 0); /* the oldest waits no more */
+				chan_pend_drop_oldest(pend, &k);
 			if (cfd >= 0)
 				pend[k++] = (struct chan_pend){ .fd = cfd,
 					.until = docker_now_ms() + CHAN_TOKEN_MS };

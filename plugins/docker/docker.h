@@ -132,8 +132,10 @@ struct docker_ctx {
 	int wh_remote;                   /* work_home through the engine: 1, on this
 					    filesystem: 0, not decided yet: -1 */
 
-	pthread_mutex_t chan_lock;       /* guards chan_decided (channel.c) */
+	pthread_mutex_t chan_lock;       /* guards the chan_* fields (channel.c) */
 	bool chan_decided;
+	bool chan_on;                    /* new sandboxes get a channel */
+	bool chan_worked;                /* a runner has come on one */
 	char chan_root[DOCKER_PATH_MAX]; /* the runner channels' root, "" none;
 					    written once, under chan_lock */
 
@@ -289,11 +291,20 @@ int docker_chan_listen(struct docker_ctx *ctx, const char *name);
 /* Closes fd (when >= 0) and removes name's socket: nothing more connects. */
 void docker_chan_unlisten(struct docker_ctx *ctx, const char *name, int fd);
 /* Waits on lfd (docker_chan_listen) for the runner's connection: the first
- * to send token (hex) and a newline.  Returns that connection (blocking,
- * CLOEXEC, owned by the caller; the runner's HELLO follows on it), or -1
- * when xfd (the runner's exec stream) speaks first (it could not dial and
- * is on stdio, or it died) or none came in time. */
-int docker_chan_accept(int lfd, int xfd, const char *token);
+ * to send token (hex) and a newline, until end_ms (docker_now_ms() clock).
+ * When xfd (the runner's exec stream) can be read, xready(ud) is asked:
+ * 0 (it took a note the runner wrote on stderr: keep waiting) or 1 (its
+ * stdout speaks or it ended: the runner could not dial and is on stdio, or
+ * it died).  Returns the connection (blocking, CLOEXEC, owned by the
+ * caller; the runner's HELLO follows on it), or -1: xready said 1, or none
+ * came in time. */
+int docker_chan_accept(int lfd, int xfd, const char *token, long long end_ms,
+		       int (*xready)(void *ud), void *ud);
+/* What a runner started with --dial did: reached its socket or not (it
+ * spoke on the exec stream).  The first runner of the process that could
+ * not turns the channel off for new sandboxes (the engine's files are not
+ * ours after all); after one has reached it, nothing changes. */
+void docker_chan_result(struct docker_ctx *ctx, bool reached, const char *cid);
 
 void docker_runner_setup(struct docker_ctx *ctx);
 void docker_runner_teardown(struct docker_ctx *ctx);

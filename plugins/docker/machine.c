@@ -475,7 +475,7 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	const json_t *labels;
 	json_t *info = NULL;
-	const char *net;
+	const char *net, *cl;
 	struct sg_err ierr;
 	char netname[192] = "", chan[DOCKER_CHAN_NAME_LEN + 1] = "";
 
@@ -489,8 +489,9 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 		labels = json_object_get(json_object_get(info, "Config"), "Labels");
 		net = json_string_value(json_object_get(labels, DOCKER_LABEL_NETWORK));
 		snprintf(netname, sizeof(netname), "%s", net ? net : "");
-		snprintf(chan, sizeof(chan), "%s",
-			 json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN)) ?: "");
+		cl = json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN));
+		if (docker_chan_name_ok(cl)) /* whole, before it is copied */
+			snprintf(chan, sizeof(chan), "%s", cl);
 		json_decref(info);
 	}
 	if (docker_container_remove(ctx, m->id, err) < 0)

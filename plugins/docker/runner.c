@@ -378,24 +378,58 @@ static int runner_token(char *hex, size_t size)
 	return 0;
 }
 
+/* The exec stream can be read while sandgate waits for the runner's
+ * connection (docker_chan_accept's xready): a whole stderr frame is taken
+ * and logged (0: keep waiting); anything else is left for the exec's
+ * transport (1: stdout speaks, so the runner is on stdio; or the end).
+ * Only whole frames are taken, so its demultiplexer starts at a header. */
+static int runner_sock_ready(void *ud)
+{
+	struct runner_sock *s = ud;
+	unsigned char h[8];
+	size_t len, got = 0;
+
+	if (recv(s->fd, h, sizeof(h), MSG_PEEK) != (ssize_t)sizeof(h) ||
+	    h[0] != DOCKER_STREAM_STDERR)
+		return 1;
+	len = (size_t)h[4] << 24 | (size_t)h[5] << 16 | (size_t)h[6] << 8 | h[7];
+	if (len + sizeof(h) > sizeof(s->in))
+		return 1;
+	while (got < len + sizeof(h)) {
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 1000) <= 0)
+			return 1;
+		r = read(s->fd, s->in + got, len + sizeof(h) - got);
+		if (r <= 0)
+			return 1;
+		got += (size_t)r;
+	}
+	runner_sock_note(s, (const char *)s->in + sizeof(h), len);
+	return 0;
+}
+
 /* The transport for the runner just started: on the channel when it came
- * there with the token (lfd >= 0), else the exec stream. */
+ * there with the token by end_ms (lfd >= 0), else the exec stream.
+ * Returns 1 on the channel, 0 on the exec stream, -1 out of memory. */
 static int runner_transport(struct docker_ctx *ctx, struct docker_machine *dm,
 			    struct runner_sock *s, int lfd, const char *token,
-			    struct rn_transport *t)
+			    long long end_ms, struct rn_transport *t)
 {
 	char line[2 * DOCKER_CHAN_TOKEN_BYTES + 2];
-	struct runner_chan *c;
+	struct runner_chan *c = NULL;
 	int cfd = -1;
 
-	if (lfd >= 0) {
+	if (lfd >= 0 && (c = calloc(1, sizeof(*c)))) { /* freed by runner_chan_free() */
 		snprintf(line, sizeof(line), "%s\n", token);
 		if (rn_send_all(s->fd, line, strlen(line)) == 0)
-			cfd = docker_chan_accept(lfd, s->fd, token);
-		docker_chan_unlisten(ctx, dm->chan, lfd);
+			cfd = docker_chan_accept(lfd, s->fd, token, end_ms, runner_sock_ready, s);
 		explicit_bzero(line, sizeof(line));
 	}
-	if (cfd >= 0 && (c = calloc(1, sizeof(*c)))) { /* freed by runner_chan_free() */
+	if (lfd >= 0)
+		docker_chan_unlisten(ctx, dm->chan, lfd);
+	if (cfd >= 0) {
 		c->x = s;
 		c->fd = cfd;
 		*t = (struct rn_transport){ .read = runner_chan_read, .write = runner_chan_write,
@@ -403,8 +437,7 @@ static int runner_transport(struct docker_ctx *ctx, struct docker_machine *dm,
 					    .free = runner_chan_free, .ud = c };
 		return 1;
 	}
-	if (cfd >= 0)
-		close(cfd);
+	free(c);
 	*t = (struct rn_transport){ .read = runner_sock_read, .write = runner_sock_write,
 				    .shutdown = runner_sock_shutdown,
 				    .free = runner_sock_free, .ud = s };
@@ -428,8 +461,10 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
 	struct runner_sock *s;
 	char name[DOCKER_ID_MAX + 16], url[128], token[2 * DOCKER_CHAN_TOKEN_BYTES + 1];
+	long long end = docker_now_ms() + RUNNER_HELLO_MS, left;
 	long status;
 	int fd = -1, rc = -1, lfd = -1, direct;
+	bool dialed;
 
 	if (!start)
 		return snprintf(why, size, "out of memory"), -1;
@@ -454,17 +489,23 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 		goto out;
 	}
 	/* early bytes already came on the exec stream: the runner is there */
-	direct = runner_transport(ctx, dm, s, early.len ? -1 : lfd, token, &t);
-	if (early.len)
+	dialed = lfd >= 0 && !early.len;
+	direct = runner_transport(ctx, dm, s, dialed ? lfd : -1, token, end, &t);
+	if (!dialed && lfd >= 0)
 		docker_chan_unlisten(ctx, dm->chan, lfd);
 	lfd = -1;
 	ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner in %.12s: %s", cid, direct ?
 		       "on its channel" : "on the exec stream");
 	snprintf(name, sizeof(name), "container %s", cid);
 	o.name = name;
+	/* one deadline for the connection and the HELLO */
+	left = end - docker_now_ms();
+	o.hello_timeout_ms = (int)(left > 2000 ? left : 2000);
 	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
 	if (rc == -2)
 		ctx->host->errf(err, SG_E_TIMEOUT, "%s", why);
+	if (rc == 0 && dialed)
+		docker_chan_result(ctx, direct, cid);
 out:
 	if (lfd >= 0)
 		docker_chan_unlisten(ctx, dm->chan, lfd);

@@ -4,8 +4,10 @@
 // the sandbox that connects first, with a wrong token, a fake HELLO or
 // nothing at all, is dropped and does not keep the runner out; the channel's
 // directory goes with its sandbox, and one whose container is gone without
-// sandgate is swept by the next server; with [docker] runner_channel = false
-// the runner speaks through the engine and the sandbox has no such mount.
+// sandgate is swept by the next server; with [docker] runner_channel = false,
+// for a sandbox that could remount it writable (CAP_SYS_ADMIN), or under a
+// state directory others may write, the runner speaks through the engine
+// and the sandbox has no such mount.
 import fs from 'node:fs';
 import path from 'node:path';
 import { t, preflight, sdkClient, containerOf, psArgs, docker, tmpdir, waitFor, sleep } from '../lib/sg.mjs';
@@ -115,15 +117,28 @@ t.run(async () => {
   t.deepEqual(fs.readdirSync(root), [], 'kill_sandbox removes the channel directory');
   await srv.close();
 
-  // runner_channel = false: through the engine, no mount
-  const off = await sdkClient([...DEBUG, '--set', 'docker.runner_channel=false'], RUNNER_ON);
-  const o = await off.tool('run_command', { command: 'test -e /run/sandgate && echo there || echo absent' });
-  t.is(o.stdout, 'absent\n', 'runner_channel = false: the sandbox has no channel mount');
-  const oc = await containerOf(o.sandbox_id);
-  const orun = (await psArgs(oc.id)).filter(isRunner);
-  t.ok(orun.length === 1 && !DIALS.test(orun[0]), 'its runner does not dial', { orun });
-  await sleep(200);
-  t.is(logLines(off, ON_EXEC).length, 1, 'it speaks through the engine');
-  t.is(oc.labels['org.sandgate.runner_chan'], undefined, 'and the container has no channel label');
-  await off.close();
-}, { timeout: 180 });
+  // no channel: runner_channel = false; a sandbox that could remount it
+  // writable; a state directory others may write (they could swap the root)
+  const loose = path.join(tmpdir(), 'loose-state');
+  fs.mkdirSync(loose, { mode: 0o777 });
+  fs.chmodSync(loose, 0o777);
+  const cases = [
+    ['runner_channel = false', ['--set', 'docker.runner_channel=false'], {}, /runner channel: off \(\[docker\] runner_channel\)/],
+    ['cap_add SYS_ADMIN', ['--set', 'docker.cap_add=SYS_ADMIN'], {}, null],
+    ['a state directory others may write', [], { XDG_STATE_HOME: loose }, /runner channel: off \(.*loose-state is a link, another user's, or writable by others\)/],
+  ];
+  for (const [what, args, env, says] of cases) {
+    const off = await sdkClient([...DEBUG, ...args], { ...RUNNER_ON, ...env });
+    const o = await off.tool('run_command', { command: 'test -e /run/sandgate && echo there || echo absent' });
+    t.is(o.stdout, 'absent\n', `${what}: the sandbox has no channel mount`);
+    const oc = await containerOf(o.sandbox_id);
+    const orun = (await psArgs(oc.id)).filter(isRunner);
+    t.ok(orun.length === 1 && !DIALS.test(orun[0]), `${what}: its runner does not dial`, { orun });
+    await sleep(200);
+    t.is(logLines(off, ON_EXEC).length, 1, `${what}: it speaks through the engine`);
+    t.is(oc.labels['org.sandgate.runner_chan'], undefined, `${what}: the container has no channel label`);
+    if (says) t.is(logLines(off, says).length, 1, `${what}: the log says why`);
+    await off.tool('kill_sandbox', { sandbox_id: o.sandbox_id });
+    await off.close();
+  }
+}, { timeout: 240 });

@@ -275,7 +275,7 @@ int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t siz
 	json_t *hc = json_object_get(body, "HostConfig"), *binds;
 
 	name[0] = '\0';
-	if (size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx) || chan_can_remount(hc))
+	if (!hc || size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx) || chan_can_remount(hc))
 		return 0;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return 0;
@@ -293,11 +293,9 @@ int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t siz
 	}
 	snprintf(bind, sizeof(bind), "%s:" DOCKER_CHAN_DIR ":ro", dir);
 	binds = json_object_get(hc, "Binds");
-	if (!binds) {
-		binds = json_array();
-		json_object_set_new(hc, "Binds", binds);
-	}
-	if (!hc || json_array_append_new(binds, json_string(bind)) < 0 ||
+	if (!binds && json_object_set_new(hc, "Binds", json_array()) == 0)
+		binds = json_object_get(hc, "Binds");
+	if (json_array_append_new(binds, json_string(bind)) < 0 ||
 	    json_object_set_new(json_object_get(body, "Labels"), DOCKER_LABEL_CHAN,
 				json_string(name)) < 0) {
 		docker_chan_remove(ctx, name);

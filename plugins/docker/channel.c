@@ -157,12 +157,15 @@ static void chan_sweep(struct docker_ctx *ctx)
 static void chan_decide(struct docker_ctx *ctx)
 {
 	const char *v = ctx->host->config_get("docker", "runner_channel");
-	const char *state = ctx->host->state_dir();
+	const char *sd = ctx->host->state_dir();
+	/* resolved once: a link on the way (/home -> /var/home) is followed
+	 * now, and the path the engine binds is the directory itself */
+	char *state = sd && *sd ? realpath(sd, NULL) : NULL;
 	bool force = v && !strcmp(v, "true"), want;
 	char why[DOCKER_PATH_MAX + 96] = "";
 
 	want = ctx->runner_on && !(v && !strcmp(v, "false"));
-	if (!state || !*state ||
+	if (!state ||
 	    snprintf(ctx->chan_root, sizeof(ctx->chan_root), "%s/runner-chan", state) >=
 		    (int)sizeof(ctx->chan_root) ||
 	    chan_root_check(ctx->chan_root, want, why, sizeof(why)) < 0) {
@@ -171,8 +174,10 @@ static void chan_decide(struct docker_ctx *ctx)
 				       "runners speak through the engine",
 				       why[0] ? why : "no state directory, or its path is too long");
 		ctx->chan_root[0] = '\0';
+		free(state);
 		return;
 	}
+	free(state);
 	if (!want) {
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel: off (%s)",
 			       ctx->runner_on ? "[docker] runner_channel" : "[docker] runner");
@@ -236,6 +241,34 @@ void docker_chan_result(struct docker_ctx *ctx, bool reached, const char *cid)
 			       "our files: off for new sandboxes", cid);
 	}
 	pthread_mutex_unlock(&ctx->chan_lock);
+}
+
+int docker_chan_of(struct docker_ctx *ctx, const json_t *info, char *name, size_t size)
+{
+	const json_t *labels = json_object_get(info, "Labels") ? json_object_get(info, "Labels") :
+			       json_object_get(json_object_get(info, "Config"), "Labels");
+	const char *label = json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN));
+	char src[DOCKER_PATH_MAX + 64];
+	const json_t *m;
+	size_t i;
+
+	name[0] = '\0';
+	/* the label alone proves nothing: an image's LABEL is there too */
+	if (!docker_chan_name_ok(label) || size <= DOCKER_CHAN_NAME_LEN || !chan_root_known(ctx))
+		return 0;
+	snprintf(src, sizeof(src), "%s/%s", ctx->chan_root, label);
+	json_array_foreach(json_object_get(info, "Mounts"), i, m) {
+		const char *t = json_string_value(json_object_get(m, "Type"));
+		const char *s = json_string_value(json_object_get(m, "Source"));
+		const char *d = json_string_value(json_object_get(m, "Destination"));
+
+		if (t && s && d && !strcmp(t, "bind") && !strcmp(s, src) &&
+		    !strcmp(d, DOCKER_CHAN_DIR) && json_is_false(json_object_get(m, "RW"))) {
+			snprintf(name, size, "%s", label);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 bool docker_chan_name_ok(const char *name)
@@ -469,6 +502,10 @@ int docker_chan_accept(int lfd, int xfd, const char *token, long long end,
 		if (won < 0 && p[0].revents) {
 			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+			/* out of descriptors: give the channel up (the runner,
+			 * refused, speaks on stdio) rather than spin */
+			if (cfd < 0 && errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				break;
 			if (cfd >= 0 && k == CHAN_PEND_MAX)
 				chan_pend_drop_oldest(pend, &k);
 			if (cfd >= 0)

@@ -164,6 +164,8 @@ struct docker_machine {
 	struct rnc_kstate code;         /* its kernels' runners (code.c) */
 	char shell[128];                /* the shell that replaces /bin/sh, "" none */
 	char chan[DOCKER_CHAN_NAME_LEN + 1]; /* its runner channel (channel.c), "" none */
+	bool chan_fresh;                /* made by this process, its runner not
+					   started yet: no sandbox code has run */
 	bool persistent;                /* a named machine: stopped is not gone */
 	pthread_mutex_t slock;          /* guards stale[] */
 	char *stale[DOCKER_STALE_MAX];  /* temporary files of failed writes not
@@ -272,6 +274,12 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
  * ([docker] runner_channel; auto: the engine is on this host and sees our
  * state directory).  Thread-safe. */
 bool docker_chan_on(struct docker_ctx *ctx);
+/* The channel of a container, from its inspect answer (or a
+ * /containers/json entry): the label's name, but only when the container
+ * binds exactly that directory of our root, read-only, at DOCKER_CHAN_DIR
+ * (an image's LABEL shows in the labels too).  name[size] receives it.
+ * Returns 1, or 0 with name "" (none, or not ours). */
+int docker_chan_of(struct docker_ctx *ctx, const json_t *info, char *name, size_t size);
 /* Whether name is a channel's name (DOCKER_CHAN_NAME_LEN hex digits): a
  * label is checked before it names a directory. */
 bool docker_chan_name_ok(const char *name);
@@ -301,9 +309,11 @@ void docker_chan_unlisten(struct docker_ctx *ctx, const char *name, int fd);
 int docker_chan_accept(int lfd, int xfd, const char *token, long long end_ms,
 		       int (*xready)(void *ud), void *ud);
 /* What a runner started with --dial did: reached its socket or not (it
- * spoke on the exec stream).  The first runner of the process that could
- * not turns the channel off for new sandboxes (the engine's files are not
- * ours after all); after one has reached it, nothing changes. */
+ * spoke on the exec stream).  The caller reports a failure only for the
+ * first runner of a container this process made (chan_fresh: no sandbox
+ * code has run there to fake one).  The first such failure turns the
+ * channel off for new sandboxes (the engine's files are not ours after
+ * all); after a runner has reached its socket, nothing changes. */
 void docker_chan_result(struct docker_ctx *ctx, bool reached, const char *cid);
 
 void docker_runner_setup(struct docker_ctx *ctx);

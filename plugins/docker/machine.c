@@ -50,13 +50,11 @@ struct docker_machine *docker_machine_new(struct docker_ctx *ctx, const char *ci
 	const json_t *labels = json_object_get(json_object_get(info, "Config"), "Labels");
 	const char *shell = json_string_value(json_object_get(labels, DOCKER_LABEL_SHELL));
 	const char *pers = json_string_value(json_object_get(labels, DOCKER_LABEL_PERSISTENT));
-	const char *chan = json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN));
 
 	if (!dm)
 		return NULL;
 	dm->ctx = ctx;
-	if (docker_chan_name_ok(chan))
-		snprintf(dm->chan, sizeof(dm->chan), "%s", chan);
+	docker_chan_of(ctx, info, dm->chan, sizeof(dm->chan));
 	docker_runner_machine_init(dm, cid);
 	pthread_mutex_init(&dm->slock, NULL);
 	dm->persistent = pers && !strcmp(pers, "1") &&
@@ -389,6 +387,7 @@ int docker_machine_create(void *priv, const struct sg_create_req *req,
 		goto fail;
 	if (docker_machine_handle(ctx, m, info, err) < 0)
 		goto fail;
+	((struct docker_machine *)m->handle)->chan_fresh = true;
 	json_decref(info);
 	docker_progress(ctx, call, 3, "container ready");
 	ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "created container %s from %s",
@@ -475,7 +474,7 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 	struct docker_ctx *ctx = docker_ctx_of(m, err);
 	const json_t *labels;
 	json_t *info = NULL;
-	const char *net, *cl;
+	const char *net;
 	struct sg_err ierr;
 	char netname[192] = "", chan[DOCKER_CHAN_NAME_LEN + 1] = "";
 
@@ -489,9 +488,7 @@ int docker_machine_destroy(struct sg_machine *m, struct sg_call *call,
 		labels = json_object_get(json_object_get(info, "Config"), "Labels");
 		net = json_string_value(json_object_get(labels, DOCKER_LABEL_NETWORK));
 		snprintf(netname, sizeof(netname), "%s", net ? net : "");
-		cl = json_string_value(json_object_get(labels, DOCKER_LABEL_CHAN));
-		if (docker_chan_name_ok(cl)) /* whole, before it is copied */
-			snprintf(chan, sizeof(chan), "%s", cl);
+		docker_chan_of(ctx, info, chan, sizeof(chan));
 		json_decref(info);
 	}
 	if (docker_container_remove(ctx, m->id, err) < 0)

@@ -207,6 +207,7 @@ static int pool_make(struct docker_ctx *ctx, const char *tmpl, struct pool_membe
 		ctx->host->errf(err, SG_E_NOMEM, "docker: out of memory");
 		goto fail;
 	}
+	m->dm->chan_fresh = true;
 	/* The runner now, not on the first command (1: it cannot run here,
 	 * the plain path serves; an error: the first command tries again);
 	 * not when sandgate is ending: the member is removed at once. */
@@ -226,6 +227,7 @@ static void pool_sweep(struct docker_ctx *ctx)
 {
 	json_t *reply = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_POOL "\"]}", true,
 					  NULL), *c;
+	char chan[DOCKER_CHAN_NAME_LEN + 1];
 	struct sg_err err;
 	size_t i;
 
@@ -248,8 +250,8 @@ static void pool_sweep(struct docker_ctx *ctx)
 				       id, err.msg);
 			continue;
 		}
-		docker_chan_remove(ctx, json_string_value(json_object_get(
-			json_object_get(c, "Labels"), DOCKER_LABEL_CHAN)));
+		if (docker_chan_of(ctx, c, chan, sizeof(chan)))
+			docker_chan_remove(ctx, chan);
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "pool: removed container %.12s "
 			       "of the pool of a sandgate that is gone (%s)", id, tag);
 	}

@@ -397,13 +397,16 @@ static int runner_sock_ready(void *ud)
 		return 1;
 	while (got < len + sizeof(h)) {
 		struct pollfd p = { .fd = s->fd, .events = POLLIN };
-		ssize_t r;
+		ssize_t r = poll(&p, 1, 1000) > 0 ? read(s->fd, s->in + got, len + sizeof(h) - got) : 0;
 
-		if (poll(&p, 1, 1000) <= 0)
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			/* what was taken stays the transport's, from its header */
+			s->in_pos = 0;
+			s->in_len = got;
 			return 1;
-		r = read(s->fd, s->in + got, len + sizeof(h) - got);
-		if (r <= 0)
-			return 1;
+		}
 		got += (size_t)r;
 	}
 	runner_sock_note(s, (const char *)s->in + sizeof(h), len);
@@ -461,7 +464,7 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 				  .log = runner_log_cb, .log_ud = (void *)ctx->host };
 	struct runner_sock *s;
 	char name[DOCKER_ID_MAX + 16], url[128], token[2 * DOCKER_CHAN_TOKEN_BYTES + 1];
-	long long end = docker_now_ms() + RUNNER_HELLO_MS, left;
+	long long end, left;
 	long status;
 	int fd = -1, rc = -1, lfd = -1, direct;
 	bool dialed;
@@ -490,6 +493,7 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 	}
 	/* early bytes already came on the exec stream: the runner is there */
 	dialed = lfd >= 0 && !early.len;
+	end = docker_now_ms() + RUNNER_HELLO_MS;
 	direct = runner_transport(ctx, dm, s, dialed ? lfd : -1, token, end, &t);
 	if (!dialed && lfd >= 0)
 		docker_chan_unlisten(ctx, dm->chan, lfd);
@@ -500,12 +504,16 @@ static int runner_launch(struct docker_ctx *ctx, struct docker_machine *dm,
 	o.name = name;
 	/* one deadline for the connection and the HELLO */
 	left = end - docker_now_ms();
-	o.hello_timeout_ms = (int)(left > 2000 ? left : 2000);
+	if (dialed)
+		o.hello_timeout_ms = (int)(left > 2000 ? left : 2000);
 	rc = rn_conn_open(&t, &o, out, why, size); /* owns s from here */
 	if (rc == -2)
 		ctx->host->errf(err, SG_E_TIMEOUT, "%s", why);
-	if (rc == 0 && dialed)
+	/* a failure counts only where no sandbox code could have faked it */
+	if (rc == 0 && dialed && (direct || dm->chan_fresh))
 		docker_chan_result(ctx, direct, cid);
+	if (rc == 0)
+		dm->chan_fresh = false;
 out:
 	if (lfd >= 0)
 		docker_chan_unlisten(ctx, dm->chan, lfd);

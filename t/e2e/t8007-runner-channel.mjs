@@ -10,10 +10,15 @@
 // and the sandbox has no such mount.
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
 import { t, preflight, sdkClient, containerOf, psArgs, docker, tmpdir, waitFor, sleep } from '../lib/sg.mjs';
 
 // The runner is what this test is about: on even in `make check-fallback`.
 const RUNNER_ON = { SANDGATE_DOCKER_RUNNER: 'true' };
+const execFileP = (cmd, args, opts = {}) => new Promise((resolve, reject) => {
+  const c = execFile(cmd, args, { timeout: 120000 }, (e, out) => (e ? reject(e) : resolve(out)));
+  if (opts.input !== undefined) c.stdin.end(opts.input);
+});
 const DEBUG = ['--set', 'log.level=debug'];
 const isRunner = (p) => /\.sandgate-runner-[0-9a-f]{16} --stdio/.test(p);
 const DIALS = / --stdio --dial \/run\/sandgate\/runner\.sock$/;
@@ -141,4 +146,24 @@ t.run(async () => {
     await off.tool('kill_sandbox', { sandbox_id: o.sandbox_id });
     await off.close();
   }
+
+  // an image's LABEL is in a container's labels too: it never names a
+  // channel the container does not bind (here another sandbox's, made up)
+  const other = path.join(root, 'c'.repeat(32));
+  fs.mkdirSync(other, { mode: 0o711 });
+  fs.writeFileSync(path.join(other, 'runner.sock'), 'not ours to touch');
+  const img = 'sandgate-test/chanlabel:1';
+  await execFileP('docker', ['build', '-q', '-t', img, '-'], {
+    input: `FROM sandgate/base:1\nLABEL org.sandgate.runner_chan=${'c'.repeat(32)}\n` });
+  t.onCleanup(() => execFileP('docker', ['rmi', '-f', img]).catch(() => {}));
+  const lab = await sdkClient([...DEBUG, '--set', `docker.template.labelled=${img}`,
+    '--set', 'docker.runner_channel=false'], RUNNER_ON);
+  const lb = await lab.tool('create_sandbox', { template: 'labelled' });
+  const lr = await lab.tool('run_command', { command: 'echo labelled', sandbox_id: lb.sandbox_id });
+  t.is(lr.stdout, 'labelled\n', 'a sandbox whose image carries the channel label runs');
+  await lab.tool('kill_sandbox', { sandbox_id: lb.sandbox_id });
+  await lab.close();
+  t.is(fs.readFileSync(path.join(other, 'runner.sock'), 'utf8'), 'not ours to touch',
+    'the directory its label names is left alone: socket kept, directory not removed');
+  fs.rmSync(other, { recursive: true });
 }, { timeout: 240 });

@@ -415,7 +415,7 @@ static int runner_sock_ready(void *ud)
 
 /* The transport for the runner just started: on the channel when it came
  * there with the token by end_ms (lfd >= 0), else the exec stream.
- * Returns 1 on the channel, 0 on the exec stream, -1 out of memory. */
+ * Returns 1 on the channel, 0 on the exec stream (also when out of memory). */
 static int runner_transport(struct docker_ctx *ctx, struct docker_machine *dm,
 			    struct runner_sock *s, int lfd, const char *token,
 			    long long end_ms, struct rn_transport *t)

@@ -99,6 +99,18 @@ static int chan_root_check(const char *root, bool make, char *why, size_t size)
 	return 0;
 }
 
+/* Removes root/name (a channel's name: docker_chan_name_ok) with its
+ * socket.  0, or -1 with errno (rmdir's). */
+static int chan_rm(const char *root, const char *name)
+{
+	char path[DOCKER_PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%.*s/" CHAN_SOCK, root, DOCKER_CHAN_NAME_LEN, name);
+	unlink(path);
+	path[strlen(path) - sizeof(CHAN_SOCK)] = '\0';
+	return rmdir(path);
+}
+
 /* Whether a container on the engine names the channel name. */
 static bool chan_named(const json_t *list, const char *name)
 {
@@ -121,7 +133,6 @@ static bool chan_named(const json_t *list, const char *name)
 static void chan_sweep(struct docker_ctx *ctx)
 {
 	json_t *list = docker_containers(ctx, "{\"label\":[\"" DOCKER_LABEL_CHAN "\"]}", true, NULL);
-	char sock[DOCKER_CHAN_NAME_LEN + sizeof("/" CHAN_SOCK)];
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
@@ -135,14 +146,9 @@ static void chan_sweep(struct docker_ctx *ctx)
 	while ((de = readdir(d))) {
 		if (!docker_chan_name_ok(de->d_name) || chan_named(list, de->d_name) ||
 		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime < CHAN_STALE_S)
+		    !S_ISDIR(st.st_mode) || time(NULL) - st.st_mtime < CHAN_STALE_S ||
+		    chan_rm(ctx->chan_root, de->d_name) < 0)
 			continue;
-		if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0) {
-			snprintf(sock, sizeof(sock), "%.32s/" CHAN_SOCK, de->d_name);
-			unlinkat(dfd, sock, 0);
-			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0)
-				continue;
-		}
 		ctx->host->log(SG_LOG_INFO, DOCKER_PLUGIN, "runner channel %s: its container is "
 			       "gone, removed", de->d_name);
 	}
@@ -204,7 +210,10 @@ static void chan_lock_decided(struct docker_ctx *ctx)
 	}
 }
 
-bool docker_chan_on(struct docker_ctx *ctx)
+/* Whether new sandboxes get a channel: decided once, at the first need
+ * ([docker] runner_channel; auto: the engine is on this host and sees our
+ * state directory). */
+static bool chan_on(struct docker_ctx *ctx)
 {
 	bool on;
 
@@ -308,7 +317,7 @@ int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t siz
 	json_t *hc = json_object_get(body, "HostConfig"), *binds;
 
 	name[0] = '\0';
-	if (!hc || size <= DOCKER_CHAN_NAME_LEN || !docker_chan_on(ctx) || chan_can_remount(hc))
+	if (!hc || size <= DOCKER_CHAN_NAME_LEN || !chan_on(ctx) || chan_can_remount(hc))
 		return 0;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		return 0;
@@ -340,15 +349,11 @@ int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t siz
 
 void docker_chan_remove(struct docker_ctx *ctx, const char *name)
 {
-	char dir[DOCKER_PATH_MAX + 64];
-
-	docker_chan_unlisten(ctx, name, -1);
-	if (!chan_root_known(ctx) || !docker_chan_name_ok(name))
+	if (!docker_chan_name_ok(name) || !chan_root_known(ctx))
 		return;
-	snprintf(dir, sizeof(dir), "%s/%s", ctx->chan_root, name);
-	if (rmdir(dir) < 0 && errno != ENOENT)
-		ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner channel %s: %s", dir,
-			       strerror(errno));
+	if (chan_rm(ctx->chan_root, name) < 0 && errno != ENOENT)
+		ctx->host->log(SG_LOG_DEBUG, DOCKER_PLUGIN, "runner channel %s/%s: %s",
+			       ctx->chan_root, name, strerror(errno));
 }
 
 /* The channel directory, opened without following a link: the socket is

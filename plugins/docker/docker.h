@@ -270,10 +270,6 @@ int docker_run_machine(struct docker_ctx *ctx, const struct sg_machine *m,
 /* Reads the configuration ([docker] runner, runner_path) into ctx. */
 /* ---- the runner's direct channel (channel.c) ---- */
 
-/* Whether sandboxes get a direct channel: decided once, at the first need
- * ([docker] runner_channel; auto: the engine is on this host and sees our
- * state directory).  Thread-safe. */
-bool docker_chan_on(struct docker_ctx *ctx);
 /* The channel of a container, from its inspect answer (or a
  * /containers/json entry): the label's name, but only when the container
  * binds exactly that directory of our root, read-only, at DOCKER_CHAN_DIR
@@ -284,8 +280,11 @@ int docker_chan_of(struct docker_ctx *ctx, const json_t *info, char *name, size_
  * label is checked before it names a directory. */
 bool docker_chan_name_ok(const char *name);
 /* Makes a channel directory for a new container and adds its read-only
- * bind and label to the create body.  name[size] receives its name, "" when
- * there is none (off, or the directory could not be made: the container is
+ * bind and label to the create body.  Whether sandboxes get one is decided
+ * once per process, at the first call ([docker] runner_channel; auto: the
+ * engine is on this host and sees our state directory).  Thread-safe.
+ * name[size] receives its name, "" when there is none (off, a container
+ * that could remount it, or the directory could not be made: the container is
  * made without, its runner speaks through the engine).  Returns 0, or -1
  * when the body could not be changed (out of memory). */
 int docker_chan_add(struct docker_ctx *ctx, json_t *body, char *name, size_t size);

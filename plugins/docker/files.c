@@ -407,7 +407,7 @@ int docker_file_read(struct sg_machine *m, const char *path, size_t max,
 		max = ctx->file_cap;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
-	if (site && (rc = rnc_file_read(site, abs, 0, max, true, call, out, err)) <= 0)
+	if (site && (rc = rnc_file_read(site, NULL, abs, 0, max, true, call, out, err)) <= 0)
 		return rc;
 	rc = docker_follow(ctx, m, abs, real, &ps, err);
 	if (rc < 0)
@@ -441,7 +441,7 @@ int docker_file_read_at(struct sg_machine *m, const char *path, uint64_t offset,
 		return -1;
 	if (len > ctx->file_cap)
 		len = ctx->file_cap;
-	if (site && (rc = rnc_file_read_at(site, abs, offset, len, call, out, size, err)) <= 0)
+	if (site && (rc = rnc_file_read_at(site, NULL, abs, offset, len, call, out, size, err)) <= 0)
 		return rc;
 	return ctx->host->errf(err, SG_E_NOTSUP, "%s: no runner: the file is read whole", abs);
 }
@@ -677,7 +677,7 @@ int docker_file_write(struct sg_machine *m, const char *path, const void *data,
 				       ctx->file_cap);
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
-	if (site && (rc = rnc_file_write(site, abs, data, len, opts ? opts->mode : 0,
+	if (site && (rc = rnc_file_write(site, NULL, abs, data, len, opts ? opts->mode : 0,
 					 !(opts && opts->no_mkdir), call, err)) <= 0)
 		return rc;
 	found = docker_follow(ctx, m, abs, real, &ps, err);

@@ -169,7 +169,7 @@ int docker_file_list(struct sg_machine *m, const char *path, struct sg_call *cal
 		return -1;
 	if (docker_abs(ctx, m, path && *path ? path : m->workspace, abs, err) < 0)
 		return -1;
-	if (site && (rc = rnc_file_list(site, abs, call, entries, err)) <= 0)
+	if (site && (rc = rnc_file_list(site, NULL, abs, call, entries, err)) <= 0)
 		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_script(ctx, m, docker_list_sh, args, ctx->file_cap, call, &res, err) < 0)
@@ -252,7 +252,7 @@ int docker_file_stat(struct sg_machine *m, const char *path, struct sg_call *cal
 		return -1;
 	if (docker_abs(ctx, m, path, abs, err) < 0)
 		return -1;
-	if (site && (rc = rnc_file_stat(site, abs, call, st, err)) <= 0)
+	if (site && (rc = rnc_file_stat(site, NULL, abs, call, st, err)) <= 0)
 		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_script(ctx, m, docker_stat_sh, args, DOCKER_SCRIPT_CAP, call, &res, err) < 0)
@@ -303,7 +303,7 @@ int docker_file_remove(struct sg_machine *m, const char *path, bool recursive,
 	if (strcmp(abs, "/") == 0)
 		return ctx->host->errf(err, SG_E_INVAL, "refusing to remove /: destroy the "
 				       "machine instead");
-	if (site && (rc = rnc_file_remove(site, abs, recursive, call, err)) <= 0)
+	if (site && (rc = rnc_file_remove(site, NULL, abs, recursive, call, err)) <= 0)
 		return rc;
 	memset(&res, 0, sizeof(res));
 	if (docker_script(ctx, m, docker_remove_sh, args, DOCKER_SCRIPT_CAP, call, &res,

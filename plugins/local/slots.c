@@ -125,7 +125,7 @@ int local_file_read(struct sg_machine *m, const char *path, size_t max, struct s
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_read(&lm->site, path, 0, max, true, call, out, err) : -1;
+	return lm ? rnc_file_read(&lm->site, NULL, path, 0, max, true, call, out, err) : -1;
 }
 
 int local_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, size_t len,
@@ -133,7 +133,7 @@ int local_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, 
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_read_at(&lm->site, path, offset, len, call, out, size, err) : -1;
+	return lm ? rnc_file_read_at(&lm->site, NULL, path, offset, len, call, out, size, err) : -1;
 }
 
 int local_file_write(struct sg_machine *m, const char *path, const void *data, size_t len,
@@ -141,7 +141,7 @@ int local_file_write(struct sg_machine *m, const char *path, const void *data, s
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_write(&lm->site, path, data, len, opts ? opts->mode : 0,
+	return lm ? rnc_file_write(&lm->site, NULL, path, data, len, opts ? opts->mode : 0,
 				   !(opts && opts->no_mkdir), call, err) : -1;
 }
 
@@ -150,7 +150,7 @@ int local_file_list(struct sg_machine *m, const char *path, struct sg_call *call
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_list(&lm->site, path, call, entries, err) : -1;
+	return lm ? rnc_file_list(&lm->site, NULL, path, call, entries, err) : -1;
 }
 
 int local_file_stat(struct sg_machine *m, const char *path, struct sg_call *call,
@@ -158,7 +158,7 @@ int local_file_stat(struct sg_machine *m, const char *path, struct sg_call *call
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_stat(&lm->site, path, call, st, err) : -1;
+	return lm ? rnc_file_stat(&lm->site, NULL, path, call, st, err) : -1;
 }
 
 int local_file_remove(struct sg_machine *m, const char *path, bool recursive,
@@ -166,5 +166,5 @@ int local_file_remove(struct sg_machine *m, const char *path, bool recursive,
 {
 	struct local_machine *lm = local_machine_of(m, err);
 
-	return lm ? rnc_file_remove(&lm->site, path, recursive, call, err) : -1;
+	return lm ? rnc_file_remove(&lm->site, NULL, path, recursive, call, err) : -1;
 }

@@ -1,7 +1,6 @@
 /*
  * File operations in the runner (capability "files"): read a range, write a
- * whole file atomically, stat, list one level, mkdir, remove, rename,
- * realpath (capability "files-realpath"), on
+ * whole file atomically, stat, list one level, mkdir, remove, rename, on
  * paths as the runner's own processes see them (inside a jail, the jail's
  * view).  doc/runner-protocol.md has the wire form.
  *
@@ -43,12 +42,14 @@ struct freq {
 	uint32_t op, length, mode, flags;
 	uint64_t offset;
 	char *path, *path2;   /* malloc'd, freed by freq_free() */
+	char *root;           /* ROOT or NULL: the paths must lead beneath it */
 };
 
 static void freq_free(struct freq *q)
 {
 	free(q->path);
 	free(q->path2);
+	free(q->root);
 }
 
 static int freq_parse(struct freq *q, const unsigned char *payload, size_t len)
@@ -73,6 +74,10 @@ static int freq_parse(struct freq *q, const unsigned char *payload, size_t len)
 			free(q->path2);
 			bad |= !(q->path2 = rn_field_dup(&f));
 			break;
+		case RN_F_ROOT:
+			free(q->root);
+			bad |= !(q->root = rn_field_dup(&f));
+			break;
 		case RN_F_OFFSET:
 			bad |= rn_field_u64(&f, &q->offset);
 			break;
@@ -89,7 +94,7 @@ static int freq_parse(struct freq *q, const unsigned char *payload, size_t len)
 			break;
 		}
 	}
-	if (rc < 0 || bad || !q->path || !q->path[0])
+	if (rc < 0 || bad || !q->path || !q->path[0] || (q->root && !q->root[0]))
 		return -1;
 	return q->op == RN_FOP_RENAME && (!q->path2 || !q->path2[0]) ? -1 : 0;
 }
@@ -420,30 +425,28 @@ static void op_rename(struct runner *r, uint32_t id, const struct freq *q)
 	file_answer(r, id, &b);
 }
 
-/* The canonical path of q->path or, where that does not exist (yet), of its
- * nearest existing ancestor: what a client that keeps its file tools inside
- * one directory checks a path against. */
-static void op_realpath(struct runner *r, uint32_t id, const struct freq *q)
+/* The canonical path of path or, where that does not exist (yet), of its
+ * nearest existing ancestor, into real[PATH_MAX].  0, or -1 (errno). */
+static int near_real(const char *path, char *real)
 {
-	struct rn_buf b = { 0 };
-	char *cur = strdup(q->path), *slash, real[PATH_MAX];
+	char *cur = strdup(path), *slash;
 
 	if (!cur)
-		return file_fail(r, id, ENOMEM, NULL);
+		return (errno = ENOMEM), -1;
 	while (!realpath(cur, real)) {
 		if ((errno != ENOENT && errno != ENOTDIR) || !(slash = strrchr(cur, '/')) ||
 		    slash == cur) {
 			int e = errno;
 
 			free(cur);
-			return file_fail(r, id, e, q->path);
+			return (errno = e), -1;
 		}
 		*slash = '\0';
 	}
 	free(cur);
-	rn_put_str(&b, RN_F_PATH, real);
-	file_answer(r, id, &b);
+	return 0;
 }
+
 
 /* ---- writes ------------------------------------------------------------------------ */
 
@@ -452,6 +455,7 @@ struct fwrite {
 	uint32_t id;
 	int dirfd;            /* the target's directory (O_RDONLY: fsync) */
 	int fd;               /* the temporary file */
+	int oldfd;            /* O_PATH: the file replaced, held past the answer */
 	char *base;           /* the target's name in dirfd */
 	char *tmp;            /* the temporary file's name in dirfd */
 	mode_t mode;
@@ -480,6 +484,8 @@ static void write_end(struct runner *r, struct fwrite *w, bool drop)
 		}
 	if (w->fd >= 0)
 		close(w->fd);
+	if (w->oldfd >= 0)
+		close(w->oldfd);
 	if (drop && w->tmp)
 		unlinkat(w->dirfd, w->tmp, 0);
 	if (w->dirfd >= 0)
@@ -662,7 +668,7 @@ static void op_write(struct runner *r, uint32_t id, const struct freq *q)
 	if (!w)
 		return file_fail(r, id, ENOMEM, NULL);
 	w->id = id;
-	w->dirfd = w->fd = -1;
+	w->dirfd = w->fd = w->oldfd = -1;
 	target = write_target(q->path);
 	if (!target)
 		goto fail;
@@ -756,6 +762,10 @@ bool file_stdin_close(struct runner *r, uint32_t id)
 	if (fsync(w->fd) < 0)
 		goto fail;
 	step = "rename";
+	/* The replaced file's last reference goes with oldfd, after the
+	 * answer: freeing its blocks is then off the caller's clock. */
+	if (w->had_old)
+		w->oldfd = openat(w->dirfd, w->base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (renameat(w->dirfd, w->tmp, w->dirfd, w->base) < 0)
 		goto fail;
 	free(w->tmp);
@@ -797,6 +807,87 @@ bool file_has_id(struct runner *r, uint32_t id)
 	return write_find(r, id) != NULL;
 }
 
+/* ---- ROOT (capability "files-beneath") ----------------------------------------- */
+
+/* What of a path an operation touches. */
+enum touch {
+	TOUCH_SELF,   /* the path, links followed: READ, LIST, MKDIR, SWEEP */
+	TOUCH_NAME,   /* its directory: the operation acts on the name itself, a
+			 link there is not followed (STAT, REMOVE, RENAME) */
+	TOUCH_WRITE   /* the directory of the file a WRITE replaces (write_target:
+			 a link there is followed) */
+};
+
+/* Whether canonical path canon is root or beneath it, compared whole,
+ * component by component (never as a prefix: /a/bc is not beneath /a/b). */
+static bool is_beneath(const char *canon, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (n == 1 && root[0] == '/')
+		return true;
+	return strncmp(canon, root, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
+}
+
+/* The canonical path of what `how` of path touches (near_real: a part not
+ * made yet counts as its nearest existing ancestor) into real[PATH_MAX].
+ * 0, or -1 (errno; EINVAL for a name of "." or ".."). */
+static int touched(const char *path, enum touch how, char *real)
+{
+	char *own = NULL, *dir;
+	const char *p = path, *base;
+	int rc;
+
+	if (how == TOUCH_WRITE && !(p = own = write_target(path)))
+		return -1;
+	if (how != TOUCH_SELF) {
+		dir = split_dir(p, &base);
+		free(own);
+		if (!dir)
+			return -1;
+		p = own = dir;
+	}
+	rc = near_real(p, real);
+	free(own);
+	return rc;
+}
+
+/* A request with ROOT runs only when every path its operation touches
+ * leads beneath ROOT (a client keeping an unjailed sandbox's file tools in
+ * its directory, in the same round trip).  Otherwise answers (EPERM with
+ * PATH, where the path leads; or why it could not be resolved) and returns
+ * false.  Checked on paths, just before the operation: a process of the
+ * sandbox racing it with a link swap could lead it out, as its own commands
+ * can go there anyway (no jail). */
+static bool beneath_root(struct runner *r, uint32_t id, const struct freq *q)
+{
+	enum touch how = q->op == RN_FOP_WRITE ? TOUCH_WRITE :
+			 q->op == RN_FOP_STAT || q->op == RN_FOP_REMOVE ||
+			 q->op == RN_FOP_RENAME ? TOUCH_NAME : TOUCH_SELF;
+	const char *paths[2] = { q->path, q->op == RN_FOP_RENAME ? q->path2 : NULL };
+	char root[PATH_MAX], real[PATH_MAX];
+	struct rn_buf b = { 0 };
+
+	if (!realpath(q->root, root)) {
+		file_fail(r, id, errno, q->root);
+		return false;
+	}
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		if (touched(paths[i], how, real) < 0) {
+			file_fail(r, id, errno, paths[i]);
+			return false;
+		}
+		if (!is_beneath(real, root)) {
+			rn_put_u32(&b, RN_F_ERRNO, EPERM);
+			rn_put_str(&b, RN_F_TEXT, "outside ROOT");
+			rn_put_str(&b, RN_F_PATH, real);
+			file_answer(r, id, &b);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* ---- dispatch -------------------------------------------------------------------- */
 
 void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t len)
@@ -810,6 +901,10 @@ void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t
 	if (freq_parse(&q, payload, len) < 0) {
 		freq_free(&q);
 		rn_send_error(r, id, "malformed FILE request");
+		return;
+	}
+	if (q.root && !beneath_root(r, id, &q)) {
+		freq_free(&q);
 		return;
 	}
 	errno = 0;
@@ -834,9 +929,6 @@ void file_op(struct runner *r, uint32_t id, const unsigned char *payload, size_t
 		break;
 	case RN_FOP_RENAME:
 		op_rename(r, id, &q);
-		break;
-	case RN_FOP_REALPATH:
-		op_realpath(r, id, &q);
 		break;
 	case RN_FOP_SWEEP:
 		op_sweep(r, id, &q);

@@ -111,6 +111,9 @@ enum rn_tag {
 	RN_F_FMODE = 65,      /* WRITE and MKDIR: mode of what is made; answers:
 				 the permission bits (07777) */
 	RN_F_FFLAGS = 66,     /* RN_FFLAG_* bits, both ways */
+	RN_F_ROOT = 67,       /* text: what the operation touches must lead beneath
+				 this directory, or it is refused with EPERM and
+				 PATH, where it leads (capability "files-beneath") */
 
 	/* FILE answer (also ERRNO 33 on failure, with TEXT 40 saying where) */
 	RN_F_FTYPE = 70,      /* enum rn_ftype */
@@ -136,8 +139,7 @@ enum rn_fop {
 	RN_FOP_MKDIR = 5,     /* PATH, FMODE, FFLAGS(PARENTS) */
 	RN_FOP_REMOVE = 6,    /* PATH, FFLAGS(RECURSIVE) */
 	RN_FOP_RENAME = 7,    /* PATH, PATH2 */
-	RN_FOP_REALPATH = 8,  /* PATH -> PATH: the canonical path of PATH, or of its
-				 nearest existing ancestor (capability "files-realpath") */
+	/* 8 was REALPATH, dropped for ROOT: not to be reused */
 	RN_FOP_SWEEP = 9      /* PATH (a directory): remove the temporary files of
 				 runners that are gone from it, as a WRITE's SWEEP
 				 does (capability "files-sweep") */
@@ -164,8 +166,8 @@ enum rn_ftype { RN_FT_FILE = 0, RN_FT_DIR, RN_FT_SYMLINK, RN_FT_OTHER };
 #define RN_CAP_KERNEL "kernel" /* KEXEC and KEVENT: stateful code kernels */
 #define RN_CAP_KERNEL_SCOPE "kernel-scope" /* KEXEC's SCOPE field and END flag */
 #define RN_CAP_FILES "files"   /* FILE and its answer: file operations */
-#define RN_CAP_REALPATH "files-realpath" /* FILE's REALPATH operation */
 #define RN_CAP_SWEEP "files-sweep" /* FILE's SWEEP operation */
+#define RN_CAP_BENEATH "files-beneath" /* FILE's ROOT field */
 
 enum rn_kflags {
 	RN_KFLAG_RESET = 1u << 0, /* discard the kernel (and its state) before this call */

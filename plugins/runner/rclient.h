@@ -216,6 +216,14 @@ int rnc_stream_close(struct rnc_stream *st);
 /* Each runs inside the site, as its runner's user, on the path as the
  * site's processes see it, and returns 0, -1 with err, or 1 when the site
  * has no runner or its runner lacks the capability (use another way).
+ * root (borrowed; NULL: none) is a directory the operation must keep to:
+ * what it touches (the path, links followed; for stat, remove and rename
+ * the directory the name is in; for a write the directory of the file it
+ * replaces, a link at path followed) must lead beneath root, checked by
+ * the runner in the same round trip (capability "files-beneath"), else
+ * SG_E_PERM naming where the path leads.  For a sandbox without a jail of
+ * its own (its commands are not kept in, so this keeps the file tools to
+ * its directory; it is no barrier against its own processes).
  * Errors: SG_E_NOTFOUND, SG_E_PERM, SG_E_EXISTS, SG_E_INVAL (a directory
  * where a file is wanted, or the other way), SG_E_TOOBIG, SG_E_IO. */
 
@@ -225,41 +233,36 @@ int rnc_stream_close(struct rnc_stream *st);
  * to read whole).  A file replaced while it is read is read again from
  * offset, so out never mixes two versions.  On failure out is back at its
  * old length. */
-int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
-		  bool whole, const struct sg_call *call, struct sg_buf *out,
+int rnc_file_read(struct rnc_site *s, const char *root, const char *path, uint64_t offset,
+		  size_t max, bool whole, const struct sg_call *call, struct sg_buf *out,
 		  struct sg_err *err);
 /* Up to len bytes of path from offset into out (appended), as rnc_file_read
  * without whole; *size gets the file's size as read (0 on failure).  For a
  * page of a large file. */
-int rnc_file_read_at(struct rnc_site *s, const char *path, uint64_t offset, size_t len,
-		     const struct sg_call *call, struct sg_buf *out, uint64_t *size,
+int rnc_file_read_at(struct rnc_site *s, const char *root, const char *path, uint64_t offset,
+		     size_t len, const struct sg_call *call, struct sg_buf *out, uint64_t *size,
 		     struct sg_err *err);
 /* Replaces path atomically with data (a temporary file in the same
  * directory, fsync, rename): an existing file keeps its mode and owner, a
  * new one gets mode (0: 0644); missing parents are made when mkdir. */
-int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,
-		   uint32_t mode, bool mkdir, const struct sg_call *call, struct sg_err *err);
+int rnc_file_write(struct rnc_site *s, const char *root, const char *path, const void *data,
+		   size_t len, uint32_t mode, bool mkdir, const struct sg_call *call,
+		   struct sg_err *err);
 /* lstat of path. */
-int rnc_file_stat(struct rnc_site *s, const char *path, const struct sg_call *call,
-		  struct sg_stat *st, struct sg_err *err);
+int rnc_file_stat(struct rnc_site *s, const char *root, const char *path,
+		  const struct sg_call *call, struct sg_stat *st, struct sg_err *err);
 /* One level of directory path, sorted by name: *entries gets a new array of
  * {name, path, type, size, mode, mtime} (the caller's reference). */
-int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *call,
-		  json_t **entries, struct sg_err *err);
+int rnc_file_list(struct rnc_site *s, const char *root, const char *path,
+		  const struct sg_call *call, json_t **entries, struct sg_err *err);
 /* Makes directory path (mode 0: 0755), parents too when parents. */
-int rnc_file_mkdir(struct rnc_site *s, const char *path, uint32_t mode, bool parents,
-		   const struct sg_call *call, struct sg_err *err);
+int rnc_file_mkdir(struct rnc_site *s, const char *root, const char *path, uint32_t mode,
+		   bool parents, const struct sg_call *call, struct sg_err *err);
 /* Removes a file, a link, an empty directory, or with recursive a tree
  * (never following links). */
-int rnc_file_remove(struct rnc_site *s, const char *path, bool recursive,
+int rnc_file_remove(struct rnc_site *s, const char *root, const char *path, bool recursive,
 		    const struct sg_call *call, struct sg_err *err);
 /* Renames from to to (rename(2): replaces a file at `to`). */
-int rnc_file_rename(struct rnc_site *s, const char *from, const char *to,
+int rnc_file_rename(struct rnc_site *s, const char *root, const char *from, const char *to,
 		    const struct sg_call *call, struct sg_err *err);
-/* The canonical path of path or, when it does not exist, of its nearest
- * existing ancestor, into out[size] (capability "files-realpath": 1 when
- * the runner lacks it).  SG_E_PROTO when the answer does not fit. */
-int rnc_file_realpath(struct rnc_site *s, const char *path, const struct sg_call *call,
-		      char *out, size_t size, struct sg_err *err);
-
 #endif /* SG_RUNNER_RCLIENT_H */

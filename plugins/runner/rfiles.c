@@ -41,7 +41,7 @@ struct rnc_answer {
 	uint32_t flags;
 	const unsigned char *data;
 	size_t data_len;
-	const unsigned char *path; /* REALPATH: the canonical path (not NUL-ended) */
+	const unsigned char *path; /* a refusal by ROOT: where the path leads (not NUL-ended) */
 	size_t path_len;
 };
 
@@ -177,13 +177,20 @@ static int rnc_errno_code(int e)
 
 /* The causes a caller can fix are worded as every backend words them
  * (doc/errors.md): what is wrong with the path, then what to do. */
-static int rnc_file_fail(struct rnc_site *s, const char *op, const char *path,
-			 const struct rnc_answer *a, struct sg_err *err)
+static int rnc_file_fail(struct rnc_site *s, const char *op, const char *root,
+			 const char *path, const struct rnc_answer *a, struct sg_err *err)
 {
 	const struct sg_host_api *h = s->host;
 	int rc;
 
-	if (a->err == ENOENT)
+	if (root && a->err == EPERM && a->path)
+		rc = h->errf(err, SG_E_PERM, "%s: '%s' leads to %.*s, outside sandbox directory %s: "
+			     "the file tools keep to the sandbox's directory", s->ops->tag, path,
+			     (int)a->path_len, (const char *)a->path, root);
+	else if (root && strcmp(a->text, root) == 0) /* the root itself failed */
+		rc = h->errf(err, rnc_errno_code(a->err), "%s: sandbox directory %s: %s", s->ops->tag,
+			     root, strerror(a->err));
+	else if (a->err == ENOENT)
 		rc = h->errf(err, SG_E_NOTFOUND, "no such file: %s", path);
 	else if (a->err == ENOTDIR)
 		rc = h->errf(err, SG_E_INVAL, "%s: not a directory: check each directory of the path", path);
@@ -208,6 +215,7 @@ struct rnc_freq {
 	const char *op_name;     /* for messages: "read" */
 	const char *cap;         /* the capability it needs: RN_CAP_FILES */
 	const char *path;
+	const char *root;        /* ROOT, or NULL */
 	struct rn_buf fields;
 	const void *data;        /* a write's bytes, or NULL */
 	size_t data_len;
@@ -318,15 +326,20 @@ static bool sweep_here(const struct rnc_site *s, const struct rnc_freq *f)
 	       strncmp(f->path, s->sweep_dir, n) == 0;
 }
 
-/* Starts the fields of an operation. */
-static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op, const char *path)
+/* Starts the fields of an operation; with root, what it touches must lead
+ * beneath root (capability "files-beneath"). */
+static void rnc_freq_init(struct rnc_freq *f, const char *op_name, uint32_t op,
+			  const char *root, const char *path)
 {
 	memset(f, 0, sizeof(*f));
 	f->op_name = op_name;
-	f->cap = op == RN_FOP_REALPATH ? RN_CAP_REALPATH : RN_CAP_FILES;
+	f->cap = root ? RN_CAP_BENEATH : RN_CAP_FILES;
 	f->path = path;
+	f->root = root;
 	rn_put_u32(&f->fields, RN_F_FOP, op);
 	rn_put_str(&f->fields, RN_F_PATH, path);
+	if (root)
+		rn_put_str(&f->fields, RN_F_ROOT, root);
 }
 
 /* Marks path's directory for a sweep: a write there broke with its
@@ -372,7 +385,7 @@ static void sweep_first(struct rnc_site *s, struct rn_conn *c, const struct rnc_
 	pthread_mutex_unlock(&s->lock);
 	if (!due || !rn_conn_has_cap(c, RN_CAP_SWEEP))
 		return;
-	rnc_freq_init(&sf, "sweep", RN_FOP_SWEEP, dir);
+	rnc_freq_init(&sf, "sweep", RN_FOP_SWEEP, NULL, dir);
 	if (!sf.fields.oom)
 		rc = rnc_file_once(s, c, &sf, false, call, &a, &e);
 	if (rc == 0)
@@ -450,7 +463,7 @@ static int rnc_file_simple(struct rnc_site *s, struct rnc_freq *f, const struct 
 	rn_buf_free(&f->fields);
 	if (rc != 0)
 		return rc;
-	rc = a.err ? rnc_file_fail(s, f->op_name, f->path, &a, err) : 0;
+	rc = a.err ? rnc_file_fail(s, f->op_name, f->root, f->path, &a, err) : 0;
 	rnc_answer_free(&a);
 	return rc;
 }
@@ -458,22 +471,24 @@ static int rnc_file_simple(struct rnc_site *s, struct rnc_freq *f, const struct 
 /* ---- the operations ------------------------------------------------------------------- */
 
 /* The fields of READ(at, want), want cut to one answer's RN_FILE_CHUNK. */
-static void rnc_read_freq(struct rnc_freq *f, const char *path, uint64_t at, size_t want)
+static void rnc_read_freq(struct rnc_freq *f, const char *root, const char *path, uint64_t at,
+			  size_t want)
 {
-	rnc_freq_init(f, "read", RN_FOP_READ, path);
+	rnc_freq_init(f, "read", RN_FOP_READ, root, path);
 	rn_put_u64(&f->fields, RN_F_OFFSET, at);
 	rn_put_u32(&f->fields, RN_F_LENGTH, want < RN_FILE_CHUNK ? (uint32_t)want : RN_FILE_CHUNK);
 }
 
 /* One READ of up to want bytes at `at`, with rnc_file_do's retries: 0 with
  * *a (its ERRNO for the caller: rnc_read_take), else as rnc_file_do. */
-static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size_t want,
-			 const struct sg_call *call, struct rnc_answer *a, struct sg_err *err)
+static int rnc_read_once(struct rnc_site *s, const char *root, const char *path, uint64_t at,
+			 size_t want, const struct sg_call *call, struct rnc_answer *a,
+			 struct sg_err *err)
 {
 	struct rnc_freq f;
 	int rc;
 
-	rnc_read_freq(&f, path, at, want);
+	rnc_read_freq(&f, root, path, at, want);
 	rc = rnc_file_do(s, &f, call, a, err);
 	rn_buf_free(&f.fields);
 	return rc;
@@ -492,7 +507,7 @@ static int rnc_read_once(struct rnc_site *s, const char *path, uint64_t at, size
 /* What a read has so far: the bytes go to out from base; at is the next
  * offset; inode and dev say which file (0: none read yet). */
 struct rnc_reading {
-	const char *path;
+	const char *root, *path;
 	uint64_t offset, at, inode, dev, size;
 	size_t max, base;
 	bool whole;
@@ -516,7 +531,7 @@ static int rnc_read_take(struct rnc_site *s, struct rnc_reading *r, struct rnc_a
 	int rc = 0;
 
 	if (a->err) {
-		rc = rnc_file_fail(s, "read", r->path, a, err);
+		rc = rnc_file_fail(s, "read", r->root, r->path, a, err);
 	} else if (r->at > r->offset && (a->inode != r->inode || a->dev != r->dev)) {
 		rc = RD_REPLACED;
 	} else if (r->whole && a->size > r->offset && a->size - r->offset > r->max) {
@@ -548,13 +563,13 @@ static size_t rnc_read_want(const struct rnc_reading *r, uint64_t at)
 }
 
 /* Sends READ(at, want) on c: 0 with *q, else as rn_request. */
-static int rnc_read_send(struct rn_conn *c, const char *path, uint64_t at, size_t want,
+static int rnc_read_send(struct rn_conn *c, const struct rnc_reading *r, uint64_t at, size_t want,
 			 struct rn_req **q, char *why, size_t size)
 {
 	struct rnc_freq f;
 	int rc = -1;
 
-	rnc_read_freq(&f, path, at, want);
+	rnc_read_freq(&f, r->root, r->path, at, want);
 	if (!f.fields.oom)
 		rc = rn_request(c, RN_FILE, f.fields.data, f.fields.len, q, why, size);
 	else
@@ -584,7 +599,7 @@ static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const stru
 
 	if (rnc_site_get(s, &c, NULL) != 0)
 		return RD_SERIAL;
-	if (!rn_conn_has_cap(c, RN_CAP_FILES)) {
+	if (!rn_conn_has_cap(c, r->root ? RN_CAP_BENEATH : RN_CAP_FILES)) {
 		rn_conn_put(c);
 		return RD_SERIAL;
 	}
@@ -593,7 +608,7 @@ static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const stru
 			unsigned i = (head + n) % RNC_READ_AHEAD;
 
 			want[i] = rnc_read_want(r, next);
-			if (rnc_read_send(c, r->path, next, want[i], &q[i], why, sizeof(why)) != 0)
+			if (rnc_read_send(c, r, next, want[i], &q[i], why, sizeof(why)) != 0)
 				break;
 			next += want[i];
 			n++;
@@ -630,11 +645,11 @@ static int rnc_read_window(struct rnc_site *s, struct rnc_reading *r, const stru
 	return rc;
 }
 
-static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
-		     bool whole, const struct sg_call *call, struct sg_buf *out, uint64_t *size_out,
-		     struct sg_err *err)
+static int file_read(struct rnc_site *s, const char *root, const char *path, uint64_t offset,
+		     size_t max, bool whole, const struct sg_call *call, struct sg_buf *out,
+		     uint64_t *size_out, struct sg_err *err)
 {
-	struct rnc_reading r = { .path = path, .offset = offset, .at = offset, .max = max,
+	struct rnc_reading r = { .root = root, .path = path, .offset = offset, .at = offset, .max = max,
 				 .base = out->len, .whole = whole, .out = out };
 	struct rnc_answer a;
 	int rc, restarts = 0;
@@ -642,7 +657,7 @@ static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size
 	for (;;) {
 		size_t want = rnc_read_want(&r, r.at);
 
-		rc = rnc_read_once(s, path, r.at, want, call, &a, err);
+		rc = rnc_read_once(s, root, path, r.at, want, call, &a, err);
 		if (rc != 0)
 			break;
 		rc = rnc_read_take(s, &r, &a, want, err);
@@ -674,34 +689,35 @@ static int file_read(struct rnc_site *s, const char *path, uint64_t offset, size
 	return rc;
 }
 
-int rnc_file_read(struct rnc_site *s, const char *path, uint64_t offset, size_t max,
-		  bool whole, const struct sg_call *call, struct sg_buf *out,
+int rnc_file_read(struct rnc_site *s, const char *root, const char *path, uint64_t offset,
+		  size_t max, bool whole, const struct sg_call *call, struct sg_buf *out,
 		  struct sg_err *err)
 {
 	uint64_t size;
 
-	return file_read(s, path, offset, max, whole, call, out, &size, err);
+	return file_read(s, root, path, offset, max, whole, call, out, &size, err);
 }
 
-int rnc_file_read_at(struct rnc_site *s, const char *path, uint64_t offset, size_t len,
-		     const struct sg_call *call, struct sg_buf *out, uint64_t *size,
+int rnc_file_read_at(struct rnc_site *s, const char *root, const char *path, uint64_t offset,
+		     size_t len, const struct sg_call *call, struct sg_buf *out, uint64_t *size,
 		     struct sg_err *err)
 {
 	int rc;
 
 	*size = 0;
-	rc = file_read(s, path, offset, len, false, call, out, size, err);
+	rc = file_read(s, root, path, offset, len, false, call, out, size, err);
 	if (rc != 0)
 		*size = 0;
 	return rc;
 }
 
-int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_t len,
-		   uint32_t mode, bool mkdir, const struct sg_call *call, struct sg_err *err)
+int rnc_file_write(struct rnc_site *s, const char *root, const char *path, const void *data,
+		   size_t len, uint32_t mode, bool mkdir, const struct sg_call *call,
+		   struct sg_err *err)
 {
 	struct rnc_freq f;
 
-	rnc_freq_init(&f, "write", RN_FOP_WRITE, path);
+	rnc_freq_init(&f, "write", RN_FOP_WRITE, root, path);
 	if (mode)
 		rn_put_u32(&f.fields, RN_F_FMODE, mode & 07777);
 	if (mkdir) {
@@ -713,20 +729,20 @@ int rnc_file_write(struct rnc_site *s, const char *path, const void *data, size_
 	return rnc_file_simple(s, &f, call, err);
 }
 
-int rnc_file_stat(struct rnc_site *s, const char *path, const struct sg_call *call,
-		  struct sg_stat *st, struct sg_err *err)
+int rnc_file_stat(struct rnc_site *s, const char *root, const char *path,
+		  const struct sg_call *call, struct sg_stat *st, struct sg_err *err)
 {
 	struct rnc_answer a;
 	struct rnc_freq f;
 	int rc;
 
-	rnc_freq_init(&f, "stat", RN_FOP_STAT, path);
+	rnc_freq_init(&f, "stat", RN_FOP_STAT, root, path);
 	rc = rnc_file_do(s, &f, call, &a, err);
 	rn_buf_free(&f.fields);
 	if (rc != 0)
 		return rc;
 	if (a.err)
-		rc = rnc_file_fail(s, "stat", path, &a, err);
+		rc = rnc_file_fail(s, "stat", root, path, &a, err);
 	else if (!a.has_stat)
 		rc = s->host->errf(err, SG_E_PROTO, "%s: stat %s: the runner's answer has no "
 				   "attributes", s->ops->tag, path);
@@ -828,8 +844,8 @@ static long rnc_list_entries(const struct rnc_answer *a, const char *dir, json_t
 	return rc < 0 ? -1 : n;
 }
 
-int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *call,
-		  json_t **entries, struct sg_err *err)
+int rnc_file_list(struct rnc_site *s, const char *root, const char *path,
+		  const struct sg_call *call, json_t **entries, struct sg_err *err)
 {
 	json_t *arr = json_array();
 	struct rnc_answer a;
@@ -842,7 +858,7 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 	if (!arr)
 		return s->host->errf(err, SG_E_NOMEM, "%s: out of memory", s->ops->tag);
 	for (;;) {
-		rnc_freq_init(&f, "list", RN_FOP_LIST, path);
+		rnc_freq_init(&f, "list", RN_FOP_LIST, root, path);
 		rn_put_u64(&f.fields, RN_F_OFFSET, at);
 		rc = rnc_file_do(s, &f, call, &a, err);
 		rn_buf_free(&f.fields);
@@ -852,7 +868,7 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 			rc = s->host->errf(err, SG_E_INVAL, "%s: %s is not a directory: read it "
 					   "instead of listing it", s->ops->tag, path);
 		} else if (a.err) {
-			rc = rnc_file_fail(s, "list", path, &a, err);
+			rc = rnc_file_fail(s, "list", root, path, &a, err);
 		} else if ((got = rnc_list_entries(&a, path, arr)) < 0) {
 			rc = s->host->errf(err, SG_E_PROTO, "%s: list %s: a malformed entry from "
 					   "the runner", s->ops->tag, path);
@@ -887,12 +903,12 @@ int rnc_file_list(struct rnc_site *s, const char *path, const struct sg_call *ca
 	return 0;
 }
 
-int rnc_file_mkdir(struct rnc_site *s, const char *path, uint32_t mode, bool parents,
-		   const struct sg_call *call, struct sg_err *err)
+int rnc_file_mkdir(struct rnc_site *s, const char *root, const char *path, uint32_t mode,
+		   bool parents, const struct sg_call *call, struct sg_err *err)
 {
 	struct rnc_freq f;
 
-	rnc_freq_init(&f, "mkdir", RN_FOP_MKDIR, path);
+	rnc_freq_init(&f, "mkdir", RN_FOP_MKDIR, root, path);
 	if (mode)
 		rn_put_u32(&f.fields, RN_F_FMODE, mode & 07777);
 	if (parents)
@@ -900,48 +916,23 @@ int rnc_file_mkdir(struct rnc_site *s, const char *path, uint32_t mode, bool par
 	return rnc_file_simple(s, &f, call, err);
 }
 
-int rnc_file_remove(struct rnc_site *s, const char *path, bool recursive,
+int rnc_file_remove(struct rnc_site *s, const char *root, const char *path, bool recursive,
 		    const struct sg_call *call, struct sg_err *err)
 {
 	struct rnc_freq f;
 
-	rnc_freq_init(&f, "remove", RN_FOP_REMOVE, path);
+	rnc_freq_init(&f, "remove", RN_FOP_REMOVE, root, path);
 	if (recursive)
 		rn_put_u32(&f.fields, RN_F_FFLAGS, RN_FFLAG_RECURSIVE);
 	return rnc_file_simple(s, &f, call, err);
 }
 
-int rnc_file_rename(struct rnc_site *s, const char *from, const char *to,
+int rnc_file_rename(struct rnc_site *s, const char *root, const char *from, const char *to,
 		    const struct sg_call *call, struct sg_err *err)
 {
 	struct rnc_freq f;
 
-	rnc_freq_init(&f, "rename", RN_FOP_RENAME, from);
+	rnc_freq_init(&f, "rename", RN_FOP_RENAME, root, from);
 	rn_put_str(&f.fields, RN_F_PATH2, to);
 	return rnc_file_simple(s, &f, call, err);
-}
-
-int rnc_file_realpath(struct rnc_site *s, const char *path, const struct sg_call *call,
-		      char *out, size_t size, struct sg_err *err)
-{
-	struct rnc_answer a;
-	struct rnc_freq f;
-	int rc;
-
-	rnc_freq_init(&f, "realpath", RN_FOP_REALPATH, path);
-	rc = rnc_file_do(s, &f, call, &a, err);
-	rn_buf_free(&f.fields);
-	if (rc != 0)
-		return rc;
-	if (a.err)
-		rc = rnc_file_fail(s, "realpath", path, &a, err);
-	else if (!a.path || a.path_len == 0 || a.path_len >= size || memchr(a.path, 0, a.path_len))
-		rc = s->host->errf(err, SG_E_PROTO, "%s: realpath %s: the runner's answer has no "
-				   "usable path", s->ops->tag, path);
-	else {
-		memcpy(out, a.path, a.path_len);
-		out[a.path_len] = '\0';
-	}
-	rnc_answer_free(&a);
-	return rc;
 }

@@ -54,7 +54,7 @@
 #define DIAL_WAIT_MS    5000 /* for the token line on stdin */
 
 const char *const rn_capabilities[] = { RN_CAP_KERNEL, RN_CAP_KERNEL_SCOPE, RN_CAP_FILES,
-						RN_CAP_REALPATH, RN_CAP_SWEEP, NULL };
+						RN_CAP_SWEEP, RN_CAP_BENEATH, NULL };
 
 int64_t rn_now_ms(void)
 {

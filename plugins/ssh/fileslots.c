@@ -1,8 +1,8 @@
 /*
  * ssh.so's file slots.  Each tries, in order, the runner (inside the jail,
- * or confined to the sandbox directory by its REALPATH), SFTP (confined on
- * the remote side), and exec with stdin where the host refused the sftp
- * subsystem (sftp_x.c).
+ * or kept to the sandbox directory by the runner itself: rnc_file_*'s
+ * root), SFTP (confined on the remote side), and exec with stdin where the
+ * host refused the sftp subsystem (sftp_x.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -55,10 +55,9 @@ int ssh_file_read(struct sg_machine *m, const char *path, size_t max, struct sg_
 	if (ssh_slot_path(m, path, &sm, &ra.path, &own, err) < 0)
 		return -1;
 	ra.max = max && max < sm->ctx->file_cap ? max : sm->ctx->file_cap;
-	/* The runner when it is up (confined by its REALPATH off a jail), else SFTP. */
-	rc = sm->jail ? 0 : ssh_confine_runner(sm, ra.path, false, call, err);
-	if (rc == 0)
-		rc = rnc_file_read(ssh_site_of(sm), ra.path, 0, ra.max, true, call, out, err);
+	/* The runner when it is up (kept to the directory by it off a jail), else SFTP. */
+	rc = rnc_file_read(ssh_site_of(sm), ssh_runner_root(sm, call), ra.path, 0, ra.max, true,
+			   call, out, err);
 	if (rc > 0 && (rc = ssh_confine(sm, ra.path, false, call, err)) == 0)
 		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_read_fn, &ra, err), err);
 	if (rc > 0)
@@ -81,27 +80,23 @@ int ssh_file_read_at(struct sg_machine *m, const char *path, uint64_t offset, si
 		return -1;
 	if (len > sm->ctx->file_cap)
 		len = sm->ctx->file_cap;
-	rc = sm->jail ? 0 : ssh_confine_runner(sm, p, false, call, err);
-	if (rc == 0)
-		rc = rnc_file_read_at(ssh_site_of(sm), p, offset, len, call, out, size, err);
+	rc = rnc_file_read_at(ssh_site_of(sm), ssh_runner_root(sm, call), p, offset, len, call, out,
+			      size, err);
 	if (rc > 0)
 		rc = sm->ctx->host->errf(err, SG_E_NOTSUP, "%s: no runner: the file is read whole", p);
 	free(own);
 	return rc;
 }
 
-/* A write through the runner (confined by its REALPATH off a jail): as
+/* A write through the runner (kept to the directory by it off a jail): as
  * rnc_file_write, 1 when the runner cannot serve. */
 static int ssh_write_runner(struct ssh_machine *sm, const struct ssh_write_args *wa,
 			    struct sg_err *err)
 {
 	const struct sg_write_opts *o = wa->opts;
-	int rc = sm->jail ? 0 : ssh_confine_runner(sm, wa->path, true, wa->call, err);
 
-	if (rc == 0)
-		rc = rnc_file_write(ssh_site_of(sm), wa->path, wa->data, wa->len, o ? o->mode : 0,
-				    !(o && o->no_mkdir), wa->call, err);
-	return rc;
+	return rnc_file_write(ssh_site_of(sm), ssh_runner_root(sm, wa->call), wa->path, wa->data,
+			      wa->len, o ? o->mode : 0, !(o && o->no_mkdir), wa->call, err);
 }
 
 int ssh_file_write(struct sg_machine *m, const char *path, const void *data, size_t len,
@@ -155,9 +150,7 @@ int ssh_file_list(struct sg_machine *m, const char *path, struct sg_call *call, 
 	*entries = NULL;
 	if (ssh_slot_path(m, path, &sm, &la.path, &own, err) < 0)
 		return -1;
-	rc = sm->jail ? 0 : ssh_confine_runner(sm, la.path, false, call, err);
-	if (rc == 0)
-		rc = rnc_file_list(ssh_site_of(sm), la.path, call, entries, err);
+	rc = rnc_file_list(ssh_site_of(sm), ssh_runner_root(sm, call), la.path, call, entries, err);
 	if (rc <= 0) {
 		free(own);
 		return rc;
@@ -182,9 +175,7 @@ int ssh_file_stat(struct sg_machine *m, const char *path, struct sg_call *call, 
 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
-	rc = sm->jail ? 0 : ssh_confine_runner(sm, pa.path, true, call, err);
-	if (rc == 0)
-		rc = rnc_file_stat(ssh_site_of(sm), pa.path, call, st, err);
+	rc = rnc_file_stat(ssh_site_of(sm), ssh_runner_root(sm, call), pa.path, call, st, err);
 	if (rc > 0 && (rc = ssh_confine(sm, pa.path, true, call, err)) == 0)
 		rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_stat_fn, &pa, err), err);
 	if (rc > 0)
@@ -203,13 +194,11 @@ int ssh_file_remove(struct sg_machine *m, const char *path, bool recursive, stru
 
 	if (ssh_slot_path(m, path, &sm, &pa.path, &own, err) < 0)
 		return -1;
-	if (sm->jail) {
-		rc = rnc_file_remove(ssh_site_of(sm), pa.path, recursive, call, err);
-	} else if (strcmp(pa.path, "/") == 0) {
+	if (!sm->jail && strcmp(pa.path, "/") == 0)
 		rc = sm->ctx->host->errf(err, SG_E_PERM, "refusing to remove '/'");
-	} else if ((rc = ssh_confine_runner(sm, pa.path, true, call, err)) == 0) {
-		rc = rnc_file_remove(ssh_site_of(sm), pa.path, recursive, call, err);
-	}
+	else
+		rc = rnc_file_remove(ssh_site_of(sm), ssh_runner_root(sm, call), pa.path, recursive,
+				     call, err);
 	if (rc <= 0) {
 		/* done, or refused */
 	} else if ((rc = ssh_confine(sm, pa.path, true, call, err)) < 0) {

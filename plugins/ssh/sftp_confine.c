@@ -1,9 +1,10 @@
 /*
- * Keeping an unjailed sandbox's file tools in its directory: the path a
- * file slot is about to touch is canonicalised on the host (through the
- * runner's REALPATH when it is up, else SFTP's) and must stay beneath the
- * sandbox directory (through exec's realpath -m on a host without the
- * sftp subsystem).
+ * Keeping an unjailed sandbox's file tools in its directory.  Through the
+ * runner, the runner checks it in the operation's own round trip (the
+ * sandbox directory as rnc_file_*'s root: ssh_runner_root).  Over SFTP the
+ * path a file slot is about to touch is canonicalised on the host first
+ * (SFTP's realpath, or exec's realpath -m on a host without the sftp
+ * subsystem) and must stay beneath the sandbox directory.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -113,11 +114,14 @@ static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *
 	struct ssh_pool *p = sm->pool;
 	char *paths[SSH_STALE_MAX];
 	size_t n = ssh_stale_take(p, paths);
+	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct sg_err e;
-		int rc = rnc_file_remove(ssh_site_of(sm), paths[i], false, call, &e);
 
+		/* no runner (off, or not here): they wait for SFTP's own drop */
+		if (rc <= 0)
+			rc = rnc_file_remove(ssh_site_of(sm), NULL, paths[i], false, call, &e);
 		if ((rc > 0 || (rc < 0 && e.code != SG_E_NOTFOUND)) && !ssh_stale_add(p, paths[i]))
 			ssh_log(sm->ctx, SG_LOG_WARNING, "could not remove %s, the temporary file of a "
 				"failed write", paths[i]);
@@ -125,25 +129,12 @@ static void ssh_stale_drop_runner(struct ssh_machine *sm, const struct sg_call *
 	}
 }
 
-/* ssh_confine through the runner (two REALPATHs, no SFTP). */
-int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
-			      const struct sg_call *call, struct sg_err *err)
+const char *ssh_runner_root(struct ssh_machine *sm, const struct sg_call *call)
 {
-	struct rnc_site *site = ssh_site_of(sm);
-	char dir[SSH_PATH_MAX], canon[SSH_PATH_MAX], tmp[SSH_PATH_MAX];
-	const char *target;
-	int rc;
-
-	if (ssh_confine_target(path, parent, tmp, &target) < 0)
-		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
-	rc = rnc_file_realpath(site, sm->dir, call, dir, sizeof(dir), err);
-	if (rc == 0)
-		rc = rnc_file_realpath(site, target, call, canon, sizeof(canon), err);
-	if (rc == 0 && !ssh_beneath(canon, dir))
-		rc = ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
-	if (rc == 0)
-		ssh_stale_drop_runner(sm, call);
-	return rc;
+	if (sm->jail)
+		return NULL;
+	ssh_stale_drop_runner(sm, call);
+	return sm->dir;
 }
 
 /* ssh_confine through exec (realpath -m), for a host without SFTP. */

@@ -75,11 +75,11 @@ bool ssh_stale_add(struct ssh_pool *p, const char *tmp);
  * SSH_STALE_MAX; each string freed by the caller).  Returns how many. */
 size_t ssh_stale_take(struct ssh_pool *p, char **paths);
 
-/* The confinement done by the runner (sftp_confine.c): 0 when path stays
- * in the sandbox directory, -1 with err (SG_E_PERM when it leaves), or 1
- * when the runner cannot say (none, or one without files-realpath). */
-int ssh_confine_runner(struct ssh_machine *sm, const char *path, bool parent,
-		       const struct sg_call *call, struct sg_err *err);
+/* The root the runner keeps sm's file operations to (rnc_file_*'s root,
+ * sftp_confine.c): NULL in a jail (the runner sees only the sandbox), else
+ * the sandbox directory (borrowed from sm).  Off a jail, first removes the
+ * temporary files failed SFTP writes left, through the runner. */
+const char *ssh_runner_root(struct ssh_machine *sm, const struct sg_call *call);
 
 /* Whether the pool's server refused the sftp subsystem; set marks it so
  * (logged once).  Returns the mark after the call. */

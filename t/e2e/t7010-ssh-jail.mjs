@@ -156,6 +156,14 @@ t.run(async () => {
   fs.symlinkSync(path.join(n2.workspace, 'private.txt'), path.join(n1.workspace, 'link'));
   const viaLink = await none.call('read_file', { path: 'link', sandbox_id: n1.sandbox_id });
   t.ok(viaLink.isError && !JSON.stringify(viaLink).includes(SECRET), 'isolation none: read_file through a link out is refused', { text: errorText(viaLink) });
+  // a write follows a link (as on every backend) only where it stays in:
+  // through the runner it was written outside, over SFTP the link replaced
+  for (const tool of ['write_file', 'sandbox_file_write']) {
+    const who = tool === 'write_file' ? { sandbox_id: n1.sandbox_id } : { machine: n1.sandbox_id };
+    const out = await none.call(tool, { path: 'link', content: 'PWNED\n', ...who });
+    t.is(fs.readFileSync(path.join(n2.workspace, 'private.txt'), 'utf8'), `${SECRET}\n`,
+      `isolation none: ${tool} through a link out leaves the file outside as it was`, { text: errorText(out) });
+  }
   const w = await none.call('write_file', { path: toN2, content: 'x', sandbox_id: n1.sandbox_id });
   t.ok(w.isError && fs.readFileSync(path.join(n2.workspace, 'private.txt'), 'utf8') === `${SECRET}\n`,
     'isolation none: write_file of ../ to the other sandbox is refused', { text: errorText(w) });

@@ -84,16 +84,16 @@ static void test_read_write(struct rnc_site *s)
 
 	for (size_t i = 0; i < big; i++)
 		data[i] = (unsigned char)(i * 7 + i / 4096);
-	rc = rnc_file_write(s, at("big.bin"), data, big, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("big.bin"), data, big, 0, false, NULL, &e);
 	fakehost_ok(rc == 0, "write %zu bytes (%s)", big, rc ? e.msg : "ok");
 	fakehost_ok(stat(at("big.bin"), &st) == 0 && (size_t)st.st_size == big &&
 		    (st.st_mode & 07777) == 0644, "the file is there, %zu bytes, mode 0644", big);
-	rc = rnc_file_read(s, at("big.bin"), 0, big, true, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, at("big.bin"), 0, big, true, NULL, &b, &e);
 	fakehost_ok(rc == 0 && b.len == big && memcmp(b.data, data, big) == 0,
 		    "read it back whole, byte for byte, across %zu chunks", big / RN_FILE_CHUNK + 1);
 	sg_buf_release(&b);
 	b = (struct sg_buf){ 0 };
-	rc = rnc_file_read(s, at("big.bin"), 1000000, 10, false, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, at("big.bin"), 1000000, 10, false, NULL, &b, &e);
 	fakehost_ok(rc == 0 && b.len == 10 && memcmp(b.data, data + 1000000, 10) == 0,
 		    "read 10 bytes at offset 1000000");
 	sg_buf_release(&b);
@@ -102,36 +102,36 @@ static void test_read_write(struct rnc_site *s)
 		uint64_t size = 1;
 
 		/* A page across a chunk boundary, then past the end. */
-		rc = rnc_file_read_at(s, at("big.bin"), RN_FILE_CHUNK - 3, 7, NULL, &b, &size, &e);
+		rc = rnc_file_read_at(s, NULL, at("big.bin"), RN_FILE_CHUNK - 3, 7, NULL, &b, &size, &e);
 		fakehost_ok(rc == 0 && b.len == 7 && size == big &&
 			    memcmp(b.data, data + RN_FILE_CHUNK - 3, 7) == 0,
 			    "read_at: 7 bytes across a chunk boundary, and the size %zu", big);
 		sg_buf_release(&b);
 		b = (struct sg_buf){ 0 };
-		rc = rnc_file_read_at(s, at("big.bin"), big - 5, 100, NULL, &b, &size, &e);
+		rc = rnc_file_read_at(s, NULL, at("big.bin"), big - 5, 100, NULL, &b, &size, &e);
 		fakehost_ok(rc == 0 && b.len == 5 && size == big && memcmp(b.data, data + big - 5, 5) == 0,
 			    "read_at: a page past the end keeps what is there");
 		sg_buf_release(&b);
 		b = (struct sg_buf){ 0 };
-		rc = rnc_file_read_at(s, at("big.bin"), big + 10, 100, NULL, &b, &size, &e);
+		rc = rnc_file_read_at(s, NULL, at("big.bin"), big + 10, 100, NULL, &b, &size, &e);
 		fakehost_ok(rc == 0 && b.len == 0 && size == big, "read_at: past the end, nothing");
 		sg_buf_release(&b);
 		b = (struct sg_buf){ 0 };
-		rc = rnc_file_read_at(s, at("nothing-here"), 0, 100, NULL, &b, &size, &e);
+		rc = rnc_file_read_at(s, NULL, at("nothing-here"), 0, 100, NULL, &b, &size, &e);
 		fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND && size == 0 && b.len == 0,
 			    "read_at: a missing file is SG_E_NOTFOUND, size 0");
 		sg_buf_release(&b);
 		b = (struct sg_buf){ 0 };
 	}
-	rc = rnc_file_read(s, at("big.bin"), 0, 1000, true, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, at("big.bin"), 0, 1000, true, NULL, &b, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_TOOBIG && b.len == 0,
 		    "a whole read over its cap is SG_E_TOOBIG (%s)", e.msg);
 	sg_buf_release(&b);
 	b = (struct sg_buf){ 0 };
-	rc = rnc_file_write(s, at("empty"), "", 0, 0600, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("empty"), "", 0, 0600, false, NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("empty"), &st) == 0 && st.st_size == 0 &&
 		    (st.st_mode & 07777) == 0600, "an empty file with mode 0600");
-	rc = rnc_file_read(s, at("empty"), 0, 100, true, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, at("empty"), 0, 100, true, NULL, &b, &e);
 	fakehost_ok(rc == 0 && b.len == 0, "reads back empty");
 	sg_buf_release(&b);
 	free(data);
@@ -144,11 +144,11 @@ static void test_replace(struct rnc_site *s)
 	struct stat st;
 	int rc;
 
-	rnc_file_write(s, at("keep"), "old", 3, 0, false, NULL, &e);
+	rnc_file_write(s, NULL, at("keep"), "old", 3, 0, false, NULL, &e);
 	chmod(at("keep"), 0751);
 	if (geteuid() == 0 && chown(at("keep"), 65534, 65534) < 0) /* CI runs as root */
 		fakehost_ok(0, "chown: %s", strerror(errno));
-	rc = rnc_file_write(s, at("keep"), "new!", 4, 0600, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("keep"), "new!", 4, 0600, false, NULL, &e);
 	if (stat(at("keep"), &st) < 0)
 		memset(&st, 0, sizeof(st));
 	fakehost_ok(rc == 0 && (st.st_mode & 07777) == 0751 && st.st_size == 4,
@@ -158,21 +158,21 @@ static void test_replace(struct rnc_site *s)
 			    "... and its owner (%u:%u)", st.st_uid, st.st_gid);
 	else
 		fakehost_ok(st.st_uid == geteuid(), "... and, not root, stays its writer's");
-	rnc_file_read(s, at("keep"), 0, 100, true, NULL, &b, &e);
+	rnc_file_read(s, NULL, at("keep"), 0, 100, true, NULL, &b, &e);
 	fakehost_ok(b.len == 4 && memcmp(b.data, "new!", 4) == 0, "... with the new bytes");
 	sg_buf_release(&b);
 	if (symlink("keep", at("link")) < 0)
 		fakehost_ok(0, "symlink: %s", strerror(errno));
-	rc = rnc_file_write(s, at("link"), "via link", 8, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("link"), "via link", 8, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && lstat(at("link"), &st) == 0 && S_ISLNK(st.st_mode) &&
 		    stat(at("keep"), &st) == 0 && st.st_size == 8,
 		    "a write through a link replaces its target, the link stays");
-	rc = rnc_file_write(s, at("a/b/c.txt"), "x", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("a/b/c.txt"), "x", 1, 0, false, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "no parents without mkdir: SG_E_NOTFOUND (%s)",
 		    e.msg);
-	rc = rnc_file_write(s, at("a/b/c.txt"), "x", 1, 0, true, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("a/b/c.txt"), "x", 1, 0, true, NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("a/b/c.txt"), &st) == 0, "with mkdir the parents are made");
-	rc = rnc_file_write(s, at("a"), "x", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("a"), "x", 1, 0, false, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "writing over a directory is SG_E_INVAL (%s)",
 		    e.msg);
 	fakehost_ok(temps_in(dir) == 0 && temps_in(at("a/b")) == 0, "no temporary file is left");
@@ -187,14 +187,14 @@ static void test_stat_list(struct rnc_site *s)
 	bool sorted = true;
 	int rc;
 
-	rc = rnc_file_stat(s, at("keep"), NULL, &st, &e);
+	rc = rnc_file_stat(s, NULL, at("keep"), NULL, &st, &e);
 	fakehost_ok(rc == 0 && st.type == SG_FT_FILE && st.size == 8 && st.mode == 0751,
 		    "stat of a file: type, size, mode");
-	rc = rnc_file_stat(s, at("link"), NULL, &st, &e);
+	rc = rnc_file_stat(s, NULL, at("link"), NULL, &st, &e);
 	fakehost_ok(rc == 0 && st.type == SG_FT_SYMLINK, "stat of a link is the link's (lstat)");
-	rc = rnc_file_stat(s, at("a"), NULL, &st, &e);
+	rc = rnc_file_stat(s, NULL, at("a"), NULL, &st, &e);
 	fakehost_ok(rc == 0 && st.type == SG_FT_DIR, "stat of a directory");
-	rc = rnc_file_stat(s, at("nothing"), NULL, &st, &e);
+	rc = rnc_file_stat(s, NULL, at("nothing"), NULL, &st, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "stat of nothing: SG_E_NOTFOUND");
 
 	mkdir(at("many"), 0755);
@@ -207,7 +207,7 @@ static void test_stat_list(struct rnc_site *s)
 		if (fd >= 0)
 			close(fd);
 	}
-	rc = rnc_file_list(s, at("many"), NULL, &list, &e);
+	rc = rnc_file_list(s, NULL, at("many"), NULL, &list, &e);
 	for (i = 1; rc == 0 && i < json_array_size(list); i++)
 		sorted &= strcmp(json_string_value(json_object_get(json_array_get(list, i - 1), "name")),
 				 json_string_value(json_object_get(json_array_get(list, i), "name"))) < 0;
@@ -215,7 +215,7 @@ static void test_stat_list(struct rnc_site *s)
 		    "a list of %zu entries (more than one answer holds), sorted, none twice (%zu)", n,
 		    json_array_size(list));
 	json_decref(list);
-	rc = rnc_file_list(s, dir, NULL, &list, &e);
+	rc = rnc_file_list(s, NULL, dir, NULL, &list, &e);
 	{
 		const json_t *l = NULL, *d = NULL, *x;
 		size_t k;
@@ -233,7 +233,7 @@ static void test_stat_list(struct rnc_site *s)
 			    "entries carry type and full path");
 	}
 	json_decref(list);
-	rc = rnc_file_list(s, at("keep"), NULL, &list, &e);
+	rc = rnc_file_list(s, NULL, at("keep"), NULL, &list, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && !list, "listing a file is SG_E_INVAL (%s)", e.msg);
 }
 
@@ -244,12 +244,12 @@ static void test_mkdir_remove_rename(struct rnc_site *s)
 	struct stat st;
 	int rc;
 
-	rc = rnc_file_mkdir(s, at("m/n/o"), 0, false, NULL, &e);
+	rc = rnc_file_mkdir(s, NULL, at("m/n/o"), 0, false, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "mkdir without parents of a deep path fails");
-	rc = rnc_file_mkdir(s, at("m/n/o"), 0700, true, NULL, &e);
+	rc = rnc_file_mkdir(s, NULL, at("m/n/o"), 0700, true, NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("m/n/o"), &st) == 0 && S_ISDIR(st.st_mode),
 		    "mkdir with parents");
-	rc = rnc_file_mkdir(s, at("m"), 0, false, NULL, &e);
+	rc = rnc_file_mkdir(s, NULL, at("m"), 0, false, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_EXISTS, "mkdir of an existing one: SG_E_EXISTS");
 
 	/* A link out of the tree must survive the tree's removal. */
@@ -259,18 +259,18 @@ static void test_mkdir_remove_rename(struct rnc_site *s)
 	close(open(precious, O_CREAT | O_WRONLY, 0644));
 	if (symlink(outside, at("m/n/out")) < 0)
 		fakehost_ok(0, "symlink: %s", strerror(errno));
-	rc = rnc_file_remove(s, at("m"), false, NULL, &e);
+	rc = rnc_file_remove(s, NULL, at("m"), false, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_EXISTS, "removing a full directory needs recursive");
-	rc = rnc_file_remove(s, at("m"), true, NULL, &e);
+	rc = rnc_file_remove(s, NULL, at("m"), true, NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("m"), &st) < 0, "recursive remove of a tree");
 	fakehost_ok(stat(precious, &st) == 0,
 		    "... never following a link out of it");
-	rc = rnc_file_remove(s, at("m"), true, NULL, &e);
+	rc = rnc_file_remove(s, NULL, at("m"), true, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND, "removing nothing: SG_E_NOTFOUND");
-	rc = rnc_file_rename(s, at("empty"), at("renamed"), NULL, &e);
+	rc = rnc_file_rename(s, NULL, at("empty"), at("renamed"), NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("renamed"), &st) == 0 && stat(at("empty"), &st) < 0,
 		    "rename");
-	rc = rnc_file_remove(s, at("renamed"), false, NULL, &e);
+	rc = rnc_file_remove(s, NULL, at("renamed"), false, NULL, &e);
 	fakehost_ok(rc == 0 && stat(at("renamed"), &st) < 0, "remove a file");
 }
 
@@ -281,36 +281,115 @@ static void test_fifo(struct rnc_site *s)
 	int rc;
 
 	mkfifo(at("fifo"), 0644);
-	rc = rnc_file_read(s, at("fifo"), 0, 100, true, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, at("fifo"), 0, 100, true, NULL, &b, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "reading a FIFO is refused, never blocks (%s)",
 		    e.msg);
-	rc = rnc_file_read(s, dir, 0, 100, true, NULL, &b, &e);
+	rc = rnc_file_read(s, NULL, dir, 0, 100, true, NULL, &b, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_INVAL, "reading a directory is SG_E_INVAL");
 	sg_buf_release(&b);
 }
 
-/* REALPATH: links resolved; a missing path gives its nearest existing
- * ancestor (what ssh.so checks a new file's place against). */
-static void test_realpath(struct rnc_site *s)
+/* Whether file path holds exactly want. */
+static bool holds(const char *path, const char *want)
 {
-	char real[4096], want[4200], got[4096];
-	struct sg_err e = { 0 };
-	int rc;
+	char got[64] = "";
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(got, 1, sizeof(got) - 1, f) : 0;
 
-	if (!realpath(dir, real))
-		fakehost_ok(0, "realpath(%s): %s", dir, strerror(errno));
-	mkdir(at("rp"), 0755);
-	if (symlink("..", at("rp/up")) < 0)
+	if (f)
+		fclose(f);
+	got[n] = '\0';
+	return f && strcmp(got, want) == 0;
+}
+
+/* ROOT ("files-beneath"): what each operation touches must lead beneath the
+ * root, checked in the same round trip; the refusal names where it leads
+ * and changes nothing.  Root is dir/j, the outside dir/o. */
+static void test_beneath(struct rnc_site *s)
+{
+	char root[600], real_o[4096], link_root[600];
+	struct sg_buf b = { 0 };
+	struct sg_stat st;
+	struct sg_err e = { 0 };
+	json_t *list = NULL;
+	int fd, rc;
+
+	snprintf(root, sizeof(root), "%s", at("j"));
+	mkdir(root, 0755);
+	mkdir(at("o"), 0755);
+	mkdir(at("j2"), 0755); /* a sibling whose name starts with the root's */
+	if (!realpath(at("o"), real_o))
+		fakehost_ok(0, "realpath: %s", strerror(errno));
+	fd = open(at("o/secret"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "orig", 4) != 4)
+		fakehost_ok(0, "o/secret: %s", strerror(errno));
+	close(fd);
+	if (symlink(at("o/secret"), at("j/lnk")) < 0 || symlink(at("o"), at("j/dlnk")) < 0 ||
+	    symlink(at("o/new"), at("j/dangling")) < 0 || symlink(at("j/in"), at("o/back")) < 0)
 		fakehost_ok(0, "symlink: %s", strerror(errno));
-	rc = rnc_file_realpath(s, at("rp/up/rp"), NULL, got, sizeof(got), &e);
-	snprintf(want, sizeof(want), "%s/rp", real);
-	fakehost_ok(rc == 0 && strcmp(got, want) == 0, "realpath through a link: %s",
-		    rc ? e.msg : got);
-	rc = rnc_file_realpath(s, at("rp/up/no/such/file"), NULL, got, sizeof(got), &e);
-	fakehost_ok(rc == 0 && strcmp(got, real) == 0, "realpath of a missing path: its nearest "
-		    "existing ancestor (%s)", rc ? e.msg : got);
-	rc = rnc_file_realpath(s, at("rp"), NULL, got, 4, &e);
-	fakehost_ok(errcode(rc, &e) == SG_E_PROTO, "an answer longer than the buffer: SG_E_PROTO");
+
+	rc = rnc_file_write(s, root, at("j/in"), "inside", 6, 0, false, NULL, &e);
+	fakehost_ok(rc == 0 && holds(at("j/in"), "inside"), "ROOT: a write inside is done (%s)",
+		    e.msg);
+	rc = rnc_file_write(s, root, at("j/deep/er/f"), "d", 1, 0, true, NULL, &e);
+	fakehost_ok(rc == 0 && holds(at("j/deep/er/f"), "d"), "ROOT: ... with new parents (%s)",
+		    e.msg);
+	rc = rnc_file_read(s, root, at("j/../o/secret"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && strstr(e.msg, real_o) &&
+		    strstr(e.msg, "outside sandbox directory") && b.len == 0,
+		    "ROOT: a read of ../ is refused, naming where it leads (%s)", e.msg);
+	rc = rnc_file_read(s, root, at("j/lnk"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && b.len == 0,
+		    "ROOT: a read through a link out is refused (%s)", e.msg);
+	rc = rnc_file_read(s, root, at("o/back"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(rc == 0 && b.len == 6, "ROOT: a link from outside to a file inside reads (%s)",
+		    e.msg);
+	sg_buf_release(&b);
+	rc = rnc_file_write(s, root, at("j/lnk"), "PWNED", 5, 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && holds(at("o/secret"), "orig"),
+		    "ROOT: a write through a link out is refused, the file outside unchanged (%s)",
+		    e.msg);
+	rc = rnc_file_write(s, root, at("j/dangling"), "x", 1, 0, false, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && access(at("o/new"), F_OK) < 0,
+		    "ROOT: ... and through a dangling link out, making nothing (%s)", e.msg);
+	rc = rnc_file_write(s, root, at("j/dlnk/x"), "x", 1, 0, true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && access(at("o/x"), F_OK) < 0,
+		    "ROOT: ... and into a linked directory out (%s)", e.msg);
+	rc = rnc_file_mkdir(s, root, at("j/dlnk/m"), 0, true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && access(at("o/m"), F_OK) < 0,
+		    "ROOT: a mkdir through a link out is refused (%s)", e.msg);
+	rc = rnc_file_list(s, root, at("j/dlnk"), NULL, &list, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && !list, "ROOT: a list through a link out is "
+		    "refused (%s)", e.msg);
+	rc = rnc_file_list(s, root, at("j2"), NULL, &list, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && !list, "ROOT: a sibling whose name starts "
+		    "with the root's is outside (whole components, not a prefix) (%s)", e.msg);
+	rc = rnc_file_rename(s, root, at("j/in"), at("o/in"), NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM && holds(at("j/in"), "inside") &&
+		    access(at("o/in"), F_OK) < 0, "ROOT: a rename out is refused (%s)", e.msg);
+	rc = rnc_file_stat(s, root, at("j/lnk"), NULL, &st, &e);
+	fakehost_ok(rc == 0 && st.type == SG_FT_SYMLINK, "ROOT: stat of a link out is the "
+		    "link's own (%s)", e.msg);
+	rc = rnc_file_stat(s, root, root, NULL, &st, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_PERM, "ROOT: stat of the root itself is its "
+		    "directory's business: refused (%s)", e.msg);
+	rc = rnc_file_remove(s, root, at("j/lnk"), false, NULL, &e);
+	fakehost_ok(rc == 0 && access(at("j/lnk"), F_OK) < 0 && holds(at("o/secret"), "orig"),
+		    "ROOT: remove of a link out removes the link only (%s)", e.msg);
+	rc = rnc_file_remove(s, root, at("j/.."), true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && access(at("j/in"), F_OK) == 0,
+		    "ROOT: remove of j/.. is refused (%s)", e.msg);
+	snprintf(link_root, sizeof(link_root), "%s", at("jl"));
+	if (symlink(root, link_root) < 0)
+		fakehost_ok(0, "symlink: %s", strerror(errno));
+	rc = rnc_file_read(s, link_root, at("j/in"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(rc == 0 && b.len == 6, "ROOT: a root given through a link is resolved (%s)",
+		    e.msg);
+	sg_buf_release(&b);
+	rc = rnc_file_read(s, at("nothere"), at("j/in"), 0, 100, true, NULL, &b, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_NOTFOUND && strstr(e.msg, "sandbox directory"),
+		    "ROOT: a root that is gone: SG_E_NOTFOUND, naming it (%s)", e.msg);
+	sg_buf_release(&b);
 }
 
 /* The runner dies in the middle of a write: the target keeps its bytes, no
@@ -345,11 +424,11 @@ static void test_sweep(struct rnc_site *s)
 		if (fd >= 0)
 			close(fd);
 	}
-	rc = rnc_file_write(s, at("swept"), "x", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("swept"), "x", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0 && access(at(live), F_OK) == 0,
 		    "a write without SWEEP leaves other runners' temporary files");
 	pend_sweep(s);
-	rc = rnc_file_write(s, at("swept"), "y", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("swept"), "y", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
 		    "with SWEEP, that of a pid that is gone is removed (%s)", rc ? e.msg : "ok");
 	fakehost_ok(access(at(live), F_OK) == 0, "... that of a live pid stays");
@@ -365,7 +444,7 @@ static void test_sweep(struct rnc_site *s)
 		if (fd >= 0)
 			close(fd);
 		pend_sweep(s);
-		rc = rnc_file_write(s, sub, "x", 1, 0, true, NULL, &e);
+		rc = rnc_file_write(s, NULL, sub, "x", 1, 0, true, NULL, &e);
 		fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && !s->sweep,
 			    "a write into another directory sweeps the marked one first (%s)",
 			    rc ? e.msg : "ok");
@@ -373,24 +452,24 @@ static void test_sweep(struct rnc_site *s)
 		if (fd >= 0)
 			close(fd);
 		pend_sweep(s);
-		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		rc = rnc_file_stat(s, NULL, sub, NULL, &st, &e);
 		fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && !s->sweep,
 			    "... and so does a stat (%s)", rc ? e.msg : "ok");
 		fakehost_ok(access(at(live), F_OK) == 0, "... a live pid's file stays");
 		/* a marked directory that is gone: nothing to sweep */
 		s->sweep = true;
 		snprintf(s->sweep_dir, sizeof(s->sweep_dir), "%s/no-such-dir", dir);
-		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		rc = rnc_file_stat(s, NULL, sub, NULL, &st, &e);
 		fakehost_ok(rc == 0 && !s->sweep, "a marked directory that is gone clears the mark");
 		/* the root (a write to "/x"), and a sweep the runner refuses (an
 		 * empty path): each answered, so neither is asked again */
 		s->sweep = true;
 		snprintf(s->sweep_dir, sizeof(s->sweep_dir), "/");
-		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		rc = rnc_file_stat(s, NULL, sub, NULL, &st, &e);
 		fakehost_ok(rc == 0 && !s->sweep, "a mark on / is swept and cleared");
 		s->sweep = true;
 		s->sweep_dir[0] = '\0';
-		rc = rnc_file_stat(s, sub, NULL, &st, &e);
+		rc = rnc_file_stat(s, NULL, sub, NULL, &st, &e);
 		fakehost_ok(rc == 0 && !s->sweep, "a sweep the runner refuses clears the mark too "
 			    "(the operation after it runs: %s)", rc ? e.msg : "ok");
 	}
@@ -401,11 +480,11 @@ static void test_sweep(struct rnc_site *s)
 	fd = open(at(dead), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	fakehost_ok(fd >= 0 && flock(fd, LOCK_EX) == 0, "a locked temporary file of a gone pid");
 	pend_sweep(s);
-	rc = rnc_file_write(s, at("swept"), "z", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("swept"), "z", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) == 0, "... stays while its lock is held");
 	close(fd);
 	pend_sweep(s);
-	rc = rnc_file_write(s, at("swept"), "w", 1, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("swept"), "w", 1, 0, false, NULL, &e);
 	fakehost_ok(rc == 0 && access(at(dead), F_OK) < 0 && errno == ENOENT,
 		    "... and goes once the lock ended");
 }
@@ -447,9 +526,9 @@ static void test_replaced_while_read(struct rnc_site *s)
 	atomic_init(&w.swaps, 0);
 	memset(va, 'a', na);
 	memset(vb, 'b', nb);
-	rnc_file_write(s, at("vA"), va, na, 0, false, NULL, &e);
-	rnc_file_write(s, at("vB"), vb, nb, 0, false, NULL, &e);
-	rnc_file_write(s, at("flip"), va, na, 0, false, NULL, &e);
+	rnc_file_write(s, NULL, at("vA"), va, na, 0, false, NULL, &e);
+	rnc_file_write(s, NULL, at("vB"), vb, nb, 0, false, NULL, &e);
+	rnc_file_write(s, NULL, at("flip"), va, na, 0, false, NULL, &e);
 	snprintf(w.v[0], sizeof(w.v[0]), "%s", at("vA"));
 	snprintf(w.v[1], sizeof(w.v[1]), "%s", at("vB"));
 	snprintf(w.tmp, sizeof(w.tmp), "%s", at("swap.tmp"));
@@ -459,7 +538,7 @@ static void test_replaced_while_read(struct rnc_site *s)
 
 	for (int i = 0; i < 60 || (whole < 5 && i < 600); i++) {
 		struct sg_buf b = { 0 };
-		int rc = rnc_file_read(s, at("flip"), 0, na, true, NULL, &b, &e);
+		int rc = rnc_file_read(s, NULL, at("flip"), 0, na, true, NULL, &b, &e);
 
 		if (rc == 0 && ((b.len == na && !memcmp(b.data, va, na)) ||
 				(b.len == nb && !memcmp(b.data, vb, nb))))
@@ -492,12 +571,12 @@ static void test_dead_runner(struct rnc_site *s)
 	struct sg_err e = { 0 };
 	int rc;
 
-	rnc_file_write(s, at("target"), "before", 6, 0, false, NULL, &e);
+	rnc_file_write(s, NULL, at("target"), "before", 6, 0, false, NULL, &e);
 	kill(tl_runner_pid, SIGKILL);
 	waitpid(tl_runner_pid, NULL, 0);
-	rc = rnc_file_write(s, at("target"), "after", 5, 0, false, NULL, &e);
+	rc = rnc_file_write(s, NULL, at("target"), "after", 5, 0, false, NULL, &e);
 	fakehost_ok(rc == 0, "a write on a dead runner runs on a new one (%s)", rc ? e.msg : "ok");
-	rnc_file_read(s, at("target"), 0, 100, true, NULL, &b, &e);
+	rnc_file_read(s, NULL, at("target"), 0, 100, true, NULL, &b, &e);
 	fakehost_ok(b.len == 5 && memcmp(b.data, "after", 5) == 0, "... and wrote the file");
 	sg_buf_release(&b);
 	fakehost_ok(temps_in(dir) == 0, "no temporary file is left");
@@ -522,7 +601,7 @@ int main(void)
 	test_stat_list(&s);
 	test_mkdir_remove_rename(&s);
 	test_fifo(&s);
-	test_realpath(&s);
+	test_beneath(&s);
 	test_sweep(&s);
 	test_dead_runner(&s);
 	rnc_site_fini(&s);

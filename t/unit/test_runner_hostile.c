@@ -45,7 +45,7 @@ static void test_list_forever(struct rnc_site *s)
 	json_t *entries = NULL;
 	time_t t0 = time(NULL);
 	long before = rss_kb();
-	int rc = rnc_file_list(s, "/anything", NULL, &entries, &err);
+	int rc = rnc_file_list(s, NULL, "/anything", NULL, &entries, &err);
 
 	fakehost_ok(rc < 0 && err.code == SG_E_PROTO &&
 		    strstr(err.msg, "the runner sent more than 100000 entries") && !entries,

@@ -59,7 +59,13 @@ t.run(async () => {
   t.is(back.stdout, 'back\n', 'once the runner is overdue, the next call gets a new runner');
   t.like(fs.readFileSync(srv.stderrPath, 'utf8'), /runner [^\n]* stuck: no end of a timed-out command 6000 ms after its timeout[^\n]*: starting a new one/,
     'the log says the runner was stuck and replaced');
-  const after = fds(srv.pid);
+  // the stuck runner's teardown (its jail reaped, its pipes closed) may
+  // still be going on as the new one answers: a leak stays, that settles
+  let after = fds(srv.pid);
+  for (let i = 0; i < 50 && after !== before; i++) {
+    await sleep(100);
+    after = fds(srv.pid);
+  }
   t.is(after, before, `descriptors: ${before} before, ${after} after (the stuck runner's were freed)`);
 
   // run_code on a stuck runner: answered once its timeout, the kernel's

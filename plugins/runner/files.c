@@ -425,11 +425,33 @@ static void op_rename(struct runner *r, uint32_t id, const struct freq *q)
 	file_answer(r, id, &b);
 }
 
+/* Whether rest, the part of a path past its nearest existing ancestor, has
+ * a ".." component.  A part not there yet cannot be resolved, and ".." past
+ * it need not lead back where a name was: x/../.. past a missing x would
+ * stand for the ancestor while a write that makes x goes two levels up,
+ * and a dangling link in rest may point to a directory the same request
+ * makes first.  Without "..", rest is names made fresh beneath the
+ * ancestor (or the operation fails on a name that is not a directory). */
+static bool rest_climbs(const char *rest)
+{
+	size_t n;
+
+	for (; *rest; rest += n) {
+		rest += strspn(rest, "/");
+		n = strcspn(rest, "/");
+		if (n == 2 && rest[0] == '.' && rest[1] == '.')
+			return true;
+	}
+	return false;
+}
+
 /* The canonical path of path or, where that does not exist (yet), of its
- * nearest existing ancestor, into real[PATH_MAX].  0, or -1 (errno). */
+ * nearest existing ancestor, into real[PATH_MAX].  0, or -1 (errno; EINVAL
+ * when ".." follows a part that does not exist: rest_climbs). */
 static int near_real(const char *path, char *real)
 {
 	char *cur = strdup(path), *slash;
+	bool climbs;
 
 	if (!cur)
 		return (errno = ENOMEM), -1;
@@ -443,10 +465,10 @@ static int near_real(const char *path, char *real)
 		}
 		*slash = '\0';
 	}
+	climbs = rest_climbs(path + strlen(cur));
 	free(cur);
-	return 0;
+	return climbs ? (errno = EINVAL, -1) : 0;
 }
-
 
 /* ---- writes ------------------------------------------------------------------------ */
 
@@ -874,7 +896,8 @@ static bool beneath_root(struct runner *r, uint32_t id, const struct freq *q)
 	}
 	for (int i = 0; i < 2 && paths[i]; i++) {
 		if (touched(paths[i], how, real) < 0) {
-			file_fail(r, id, errno, paths[i]);
+			file_fail(r, id, errno, errno == EINVAL ? "a name of . or .., or .. past a "
+				  "part that is not there yet" : paths[i]);
 			return false;
 		}
 		if (!is_beneath(real, root)) {

@@ -23,8 +23,26 @@ struct ssh_confine_args {
 				 that replaces it): its directory must be inside */
 };
 
+/* Whether rest, the part of a path past its nearest existing ancestor, has
+ * a ".." component: where it leads is not known before the parts are made
+ * (x/../.. past a missing x stands for the ancestor, but a write that makes
+ * x goes two levels up; the runner's rest_climbs). */
+static bool ssh_rest_climbs(const char *rest)
+{
+	size_t n;
+
+	for (; *rest; rest += n) {
+		rest += strspn(rest, "/");
+		n = strcspn(rest, "/");
+		if (n == 2 && rest[0] == '.' && rest[1] == '.')
+			return true;
+	}
+	return false;
+}
+
 /* realpath on the server of path, or of its nearest existing ancestor (a
- * write may make the rest): the canonical path into out. */
+ * write may make the rest): the canonical path into out.  -1 with *rcp on
+ * failure, -2 when ".." follows a part that is not there (ssh_rest_climbs). */
 static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
 {
 	char cur[SSH_PATH_MAX];
@@ -37,7 +55,7 @@ static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t
 							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
 		if (rc >= 0) {
 			out[rc] = '\0';
-			return 0;
+			return ssh_rest_climbs(path + strlen(cur)) ? -2 : 0;
 		}
 		*rcp = rc;
 		/* Servers word a missing path variously (no such file, failure):
@@ -100,8 +118,14 @@ static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 		return ssh_sftp_fail(so, rc, what, err);
 	if (ssh_confine_target(ca->path, ca->parent, tmp, &target) < 0)
 		return ssh_confine_refuse(host, ca->path, NULL, ca->dir, err);
-	if (ssh_realpath(so, target, canon, sizeof(canon), &rc) < 0)
+	switch (ssh_realpath(so, target, canon, sizeof(canon), &rc)) {
+	case -1:
 		return ssh_sftp_fail(so, rc, what, err);
+	case -2:
+		return host->errf(err, SG_E_INVAL, "ssh: '%s': .. past a part that is not there "
+				  "yet (where it leads is not known before it is made): name the path "
+				  "without it", ca->path);
+	}
 	if (!ssh_beneath(canon, dir))
 		return ssh_confine_refuse(host, ca->path, canon, dir, err);
 	return 0;
@@ -157,7 +181,15 @@ int ssh_confine(struct ssh_machine *sm, const char *path, bool parent, const str
 		struct sg_err *err)
 {
 	struct ssh_confine_args ca = { .dir = sm->dir, .path = path, .parent = parent };
-	int rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err), err);
+	int rc;
+
+	/* Resolved in SSH_PATH_MAX buffers: a longer path would be checked cut
+	 * short, and its ../ past the cut would go unseen. */
+	if (strlen(path) >= SSH_PATH_MAX || strlen(sm->dir) >= SSH_PATH_MAX)
+		return sm->ctx->host->errf(err, SG_E_INVAL, "ssh: path '%.80s...' is too long (%d "
+					   "bytes at most on a host without isolation)", path,
+					   SSH_PATH_MAX - 1);
+	rc = ssh_sftp_skip(sm->pool, ssh_sftp_with(sm->pool, call, ssh_confine_fn, &ca, err), err);
 
 	return rc > 0 ? ssh_confine_exec(sm, path, parent, call, err) : rc;
 }

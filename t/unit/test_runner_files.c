@@ -379,6 +379,24 @@ static void test_beneath(struct rnc_site *s)
 	rc = rnc_file_remove(s, root, at("j/.."), true, NULL, &e);
 	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && access(at("j/in"), F_OK) == 0,
 		    "ROOT: remove of j/.. is refused (%s)", e.msg);
+	/* ../ past a part the operation makes: checked as the root, it went
+	 * up from the directory made (nothing can say where before it is) */
+	rc = rnc_file_write(s, root, at("j/nx/../../o/esc"), "x", 1, 0, true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && access(at("o/esc"), F_OK) < 0 &&
+		    access(at("j/nx"), F_OK) < 0, "ROOT: a write of ../ past a directory it makes "
+		    "is refused, making nothing (%s)", e.msg);
+	rc = rnc_file_mkdir(s, root, at("j/nx/../../o/m3"), 0, true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && access(at("o/m3"), F_OK) < 0,
+		    "ROOT: ... and a mkdir (%s)", e.msg);
+	if (mkdir(at("j/q"), 0755) < 0 || symlink("../nl", at("j/q/L")) < 0)
+		fakehost_ok(0, "j/q/L: %s", strerror(errno));
+	rc = rnc_file_write(s, root, at("j/nl/../q/L/../../o/esc2"), "x", 1, 0, true, NULL, &e);
+	fakehost_ok(errcode(rc, &e) == SG_E_INVAL && access(at("o/esc2"), F_OK) < 0,
+		    "ROOT: ... and a write through a dangling link it would bring to life (%s)",
+		    e.msg);
+	rc = rnc_file_write(s, root, at("j/nx/./f"), "x", 1, 0, true, NULL, &e);
+	fakehost_ok(rc == 0 && holds(at("j/nx/f"), "x"), "ROOT: . past a part it makes is "
+		    "fine (%s)", e.msg);
 	snprintf(link_root, sizeof(link_root), "%s", at("jl"));
 	if (symlink(root, link_root) < 0)
 		fakehost_ok(0, "symlink: %s", strerror(errno));

@@ -425,29 +425,9 @@ static void op_rename(struct runner *r, uint32_t id, const struct freq *q)
 	file_answer(r, id, &b);
 }
 
-/* Whether rest, the part of a path past its nearest existing ancestor, has
- * a ".." component.  A part not there yet cannot be resolved, and ".." past
- * it need not lead back where a name was: x/../.. past a missing x would
- * stand for the ancestor while a write that makes x goes two levels up,
- * and a dangling link in rest may point to a directory the same request
- * makes first.  Without "..", rest is names made fresh beneath the
- * ancestor (or the operation fails on a name that is not a directory). */
-static bool rest_climbs(const char *rest)
-{
-	size_t n;
-
-	for (; *rest; rest += n) {
-		rest += strspn(rest, "/");
-		n = strcspn(rest, "/");
-		if (n == 2 && rest[0] == '.' && rest[1] == '.')
-			return true;
-	}
-	return false;
-}
-
 /* The canonical path of path or, where that does not exist (yet), of its
  * nearest existing ancestor, into real[PATH_MAX].  0, or -1 (errno; EINVAL
- * when ".." follows a part that does not exist: rest_climbs). */
+ * when ".." follows a part that does not exist: rn_path_climbs). */
 static int near_real(const char *path, char *real)
 {
 	char *cur = strdup(path), *slash;
@@ -465,7 +445,7 @@ static int near_real(const char *path, char *real)
 		}
 		*slash = '\0';
 	}
-	climbs = rest_climbs(path + strlen(cur));
+	climbs = rn_path_climbs(path + strlen(cur));
 	free(cur);
 	return climbs ? (errno = EINVAL, -1) : 0;
 }

@@ -344,3 +344,16 @@ int rn_build_id_file(const char *path, char out[RN_BUILD_ID_LEN + 1])
 	snprintf(out, RN_BUILD_ID_LEN + 1, "%016llx", (unsigned long long)h);
 	return 0;
 }
+
+bool rn_path_climbs(const char *rest)
+{
+	size_t n;
+
+	for (; *rest; rest += n) {
+		rest += strspn(rest, "/");
+		n = strcspn(rest, "/");
+		if (n == 2 && rest[0] == '.' && rest[1] == '.')
+			return true;
+	}
+	return false;
+}

@@ -317,4 +317,16 @@ void rn_set_u32(unsigned char *p, uint32_t v);
 int rn_build_id_file(const char *path, char out[RN_BUILD_ID_LEN + 1]);
 void rn_build_id_bytes(const void *p, size_t n, char out[RN_BUILD_ID_LEN + 1]);
 
+/* ---- paths ------------------------------------------------------------------------ */
+
+/* Whether rest (NUL-ended), the part of a path past its nearest existing
+ * ancestor, has a ".." component.  A part not there yet cannot be
+ * resolved, and ".." past it need not lead back where a name was: x/../..
+ * past a missing x stands for the ancestor while a write that makes x goes
+ * two levels up, and a dangling link in rest may point to a directory the
+ * same request makes first.  Without "..", rest is names made fresh
+ * beneath the ancestor (or the operation fails on a name that is not a
+ * directory).  The rule of FILE's ROOT, and of ssh.so's check over SFTP. */
+bool rn_path_climbs(const char *rest);
+
 #endif /* SG_RUNNER_PROTO_H */

@@ -23,26 +23,9 @@ struct ssh_confine_args {
 				 that replaces it): its directory must be inside */
 };
 
-/* Whether rest, the part of a path past its nearest existing ancestor, has
- * a ".." component: where it leads is not known before the parts are made
- * (x/../.. past a missing x stands for the ancestor, but a write that makes
- * x goes two levels up; the runner's rest_climbs). */
-static bool ssh_rest_climbs(const char *rest)
-{
-	size_t n;
-
-	for (; *rest; rest += n) {
-		rest += strspn(rest, "/");
-		n = strcspn(rest, "/");
-		if (n == 2 && rest[0] == '.' && rest[1] == '.')
-			return true;
-	}
-	return false;
-}
-
 /* realpath on the server of path, or of its nearest existing ancestor (a
  * write may make the rest): the canonical path into out.  -1 with *rcp on
- * failure, -2 when ".." follows a part that is not there (ssh_rest_climbs). */
+ * failure, -2 when ".." follows a part that is not there (rn_path_climbs). */
 static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t n, int *rcp)
 {
 	char cur[SSH_PATH_MAX];
@@ -55,7 +38,7 @@ static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t
 							      (unsigned)n - 1, LIBSSH2_SFTP_REALPATH));
 		if (rc >= 0) {
 			out[rc] = '\0';
-			return ssh_rest_climbs(path + strlen(cur)) ? -2 : 0;
+			return rn_path_climbs(path + strlen(cur)) ? -2 : 0;
 		}
 		*rcp = rc;
 		/* Servers word a missing path variously (no such file, failure):

@@ -820,17 +820,6 @@ enum touch {
 			 a link there is followed) */
 };
 
-/* Whether canonical path canon is root or beneath it, compared whole,
- * component by component (never as a prefix: /a/bc is not beneath /a/b). */
-static bool is_beneath(const char *canon, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (n == 1 && root[0] == '/')
-		return true;
-	return strncmp(canon, root, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
-}
-
 /* The canonical path of what `how` of path touches (near_real: a part not
  * made yet counts as its nearest existing ancestor) into real[PATH_MAX].
  * 0, or -1 (errno; EINVAL for a name of "." or ".."). */
@@ -880,7 +869,7 @@ static bool beneath_root(struct runner *r, uint32_t id, const struct freq *q)
 				  "part that is not there yet" : paths[i]);
 			return false;
 		}
-		if (!is_beneath(real, root)) {
+		if (!rn_path_beneath(real, root)) {
 			rn_put_u32(&b, RN_F_ERRNO, EPERM);
 			rn_put_str(&b, RN_F_TEXT, "outside ROOT");
 			rn_put_str(&b, RN_F_PATH, real);

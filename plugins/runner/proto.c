@@ -357,3 +357,12 @@ bool rn_path_climbs(const char *rest)
 	}
 	return false;
 }
+
+bool rn_path_beneath(const char *canon, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
+}

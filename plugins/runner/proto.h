@@ -328,5 +328,9 @@ void rn_build_id_bytes(const void *p, size_t n, char out[RN_BUILD_ID_LEN + 1]);
  * beneath the ancestor (or the operation fails on a name that is not a
  * directory).  The rule of FILE's ROOT, and of ssh.so's check over SFTP. */
 bool rn_path_climbs(const char *rest);
+/* Whether canonical path canon is dir (canonical) or beneath it, compared
+ * whole, component by component (never as a prefix: /a/bc is not beneath
+ * /a/b). */
+bool rn_path_beneath(const char *canon, const char *dir);
 
 #endif /* SG_RUNNER_PROTO_H */

@@ -49,15 +49,6 @@ static int ssh_realpath(struct ssh_sftp *so, const char *path, char *out, size_t
 	}
 }
 
-/* True when canon is dir or beneath it, compared component by component. */
-static bool ssh_beneath(const char *canon, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(canon, dir, n) == 0 && (canon[n] == '\0' || canon[n] == '/');
-}
 
 /* What confinement resolves: path itself, or with parent (the path may
  * name a link, made or replaced by the operation) its directory, in
@@ -109,7 +100,7 @@ static int ssh_confine_fn(struct ssh_sftp *so, void *ud, struct sg_err *err)
 				  "yet (where it leads is not known before it is made): name the path "
 				  "without it", ca->path);
 	}
-	if (!ssh_beneath(canon, dir))
+	if (!rn_path_beneath(canon, dir))
 		return ssh_confine_refuse(host, ca->path, canon, dir, err);
 	return 0;
 }
@@ -155,7 +146,7 @@ static int ssh_confine_exec(struct ssh_machine *sm, const char *path, bool paren
 		return ssh_confine_refuse(sm->ctx->host, path, NULL, sm->dir, err);
 	if (ssh_x_realpath2(sm->pool, sm->dir, target, call, dir, canon, err) < 0)
 		return -1;
-	if (!ssh_beneath(canon, dir))
+	if (!rn_path_beneath(canon, dir))
 		return ssh_confine_refuse(sm->ctx->host, path, canon, dir, err);
 	return 0;
 }
